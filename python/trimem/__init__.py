@@ -1,0 +1,52 @@
+"""trimem: fast embedded three-layer memory for LLM agents.
+
+The hot path — BM25, HNSW, filters and reciprocal rank fusion — is a Rust engine
+(:class:`HybridIndex`); one call searches both legs with the GIL released.
+
+>>> import numpy as np, trimem
+>>> idx = trimem.HybridIndex(dim=4)
+>>> idx.add(ids=[1, 2], texts=["Node in Docker on port 8080", "Nginx proxy on 443"],
+...         timestamps=[10, 20], namespaces=["agent/u1", "agent/u1"],
+...         vectors=np.eye(4, dtype=np.float32)[:2])
+>>> hits = idx.search(text="which port for node?", vector=np.eye(4, dtype=np.float32)[0],
+...                   namespace="agent/u1", k=2)
+>>> hits.ids.tolist()
+[1, 2]
+>>> trimem.tokenize("node.js on 8080")
+['node.js', 'node', 'js', 'on', '8080']
+"""
+
+from trimem._core import HybridIndex, Hits, StoredRecord, build_profile, simd_kernel, tokenize
+from trimem.errors import (
+    DimensionError,
+    DTypeError,
+    DuplicateIdError,
+    InvalidArgumentError,
+    InvalidNameError,
+    InvalidTimeRangeError,
+    InvalidVectorError,
+    TextTooLongError,
+    TrimemError,
+    UnknownIdError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DTypeError",
+    "DimensionError",
+    "DuplicateIdError",
+    "Hits",
+    "HybridIndex",
+    "InvalidArgumentError",
+    "InvalidNameError",
+    "InvalidTimeRangeError",
+    "InvalidVectorError",
+    "StoredRecord",
+    "TextTooLongError",
+    "TrimemError",
+    "UnknownIdError",
+    "build_profile",
+    "simd_kernel",
+    "tokenize",
+]

@@ -1,0 +1,40 @@
+"""trimem's exception hierarchy (defined once, in the native module).
+
+Every error trimem raises derives from :class:`TrimemError`. Argument mistakes also derive from
+:class:`ValueError` (unknown ids from :class:`LookupError`), so generic handlers keep working:
+
+>>> import numpy as np, trimem
+>>> idx = trimem.HybridIndex(dim=3)
+>>> try:
+...     idx.add(ids=[1], texts=["x"], timestamps=[0], namespaces=["u"],
+...             vectors=np.ones((1, 4), dtype=np.float32))
+... except trimem.DimensionError as e:
+...     print(isinstance(e, ValueError), e)
+True vector dimension mismatch: the index expects 3 values per vector, got 4
+"""
+
+from trimem._core import (
+    DimensionError,
+    DTypeError,
+    DuplicateIdError,
+    InvalidArgumentError,
+    InvalidNameError,
+    InvalidTimeRangeError,
+    InvalidVectorError,
+    TextTooLongError,
+    TrimemError,
+    UnknownIdError,
+)
+
+__all__ = [
+    "DTypeError",
+    "DimensionError",
+    "DuplicateIdError",
+    "InvalidArgumentError",
+    "InvalidNameError",
+    "InvalidTimeRangeError",
+    "InvalidVectorError",
+    "TextTooLongError",
+    "TrimemError",
+    "UnknownIdError",
+]

@@ -1,0 +1,284 @@
+//! BM25 over an inverted index with exact, incrementally maintained statistics.
+//!
+//! Lucene's formula (no `k1 + 1` factor):
+//! `idf = ln(1 + (N − df + 0.5) / (df + 0.5))`,
+//! `score = Σ idf · tf / (tf + k1 · (1 − b + b · dl / avgdl))` over distinct query terms.
+//! N, df, dl and the total length are exact after every add and delete (Lucene approximates dl).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.2, b: 0.75 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Posting {
+    slot: u32,
+    tf: u32,
+}
+
+/// Dense per-slot score accumulators, pooled so concurrent searches do not allocate.
+struct Scratch {
+    scores: Vec<f32>,
+    touched: Vec<u32>,
+}
+
+#[derive(Default)]
+pub struct Bm25 {
+    params: Bm25Params,
+    term_ids: HashMap<Box<str>, u32>,
+    /// Postings per term id, sorted by slot.
+    postings: Vec<Vec<Posting>>,
+    free_term_ids: Vec<u32>,
+    doc_len: Vec<u32>,
+    n_docs: usize,
+    total_len: u64,
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+impl Bm25 {
+    pub fn new(params: Bm25Params) -> Self {
+        Bm25 { params, ..Default::default() }
+    }
+
+    pub fn params(&self) -> Bm25Params {
+        self.params
+    }
+
+    pub fn n_docs(&self) -> usize {
+        self.n_docs
+    }
+
+    pub fn total_len(&self) -> u64 {
+        self.total_len
+    }
+
+    pub fn vocabulary_size(&self) -> usize {
+        self.term_ids.len()
+    }
+
+    pub fn avgdl(&self) -> f64 {
+        if self.n_docs == 0 {
+            0.0
+        } else {
+            self.total_len as f64 / self.n_docs as f64
+        }
+    }
+
+    pub fn doc_freq(&self, term: &str) -> usize {
+        self.term_ids.get(term).map_or(0, |&t| self.postings[t as usize].len())
+    }
+
+    pub fn doc_len(&self, slot: u32) -> u32 {
+        self.doc_len.get(slot as usize).copied().unwrap_or(0)
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.postings.iter().map(|p| p.capacity() * 8 + 24).sum::<usize>()
+            + self.term_ids.keys().map(|k| k.len() + 40).sum::<usize>()
+            + self.doc_len.capacity() * 4
+    }
+
+    /// Lucene's idf for a term in `df` of the current documents.
+    pub fn idf(&self, df: usize) -> f64 {
+        let n = self.n_docs as f64;
+        let df = df as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Indexes a document's terms at `slot` (a slot not currently indexed).
+    pub fn add(&mut self, slot: u32, terms: &[String]) {
+        let s = slot as usize;
+        if self.doc_len.len() <= s {
+            self.doc_len.resize(s + 1, 0);
+        }
+        self.doc_len[s] = terms.len() as u32;
+        self.n_docs += 1;
+        self.total_len += terms.len() as u64;
+        for (term, tf) in term_counts(terms) {
+            let t = match self.term_ids.get(term) {
+                Some(&t) => t,
+                None => {
+                    let t = match self.free_term_ids.pop() {
+                        Some(t) => t,
+                        None => {
+                            self.postings.push(Vec::new());
+                            (self.postings.len() - 1) as u32
+                        }
+                    };
+                    self.term_ids.insert(term.into(), t);
+                    t
+                }
+            };
+            let list = &mut self.postings[t as usize];
+            let p = Posting { slot, tf };
+            // Slots mostly grow, so appending is the common case; a reused slot is inserted.
+            match list.last() {
+                Some(last) if last.slot > slot => {
+                    let at = list.partition_point(|q| q.slot < slot);
+                    list.insert(at, p);
+                }
+                _ => list.push(p),
+            }
+        }
+    }
+
+    /// Removes the document at `slot`, given the same terms it was added with.
+    pub fn remove(&mut self, slot: u32, terms: &[String]) {
+        let s = slot as usize;
+        self.n_docs -= 1;
+        self.total_len -= self.doc_len[s] as u64;
+        self.doc_len[s] = 0;
+        for (term, _) in term_counts(terms) {
+            let Some(&t) = self.term_ids.get(term) else { continue };
+            let list = &mut self.postings[t as usize];
+            if let Ok(at) = list.binary_search_by_key(&slot, |p| p.slot) {
+                list.remove(at);
+            }
+            if list.is_empty() {
+                // Forget the term itself, so no trace of deleted text stays in the vocabulary.
+                *list = Vec::new();
+                self.term_ids.remove(term);
+                self.free_term_ids.push(t);
+            }
+        }
+        if self.term_ids.is_empty() {
+            self.free_term_ids.clear();
+            self.postings.clear();
+        }
+    }
+
+    /// The `k` best documents that pass `allow` and score at least `min_score`, best first,
+    /// as (score, slot); ties go to the lower `tie_key`.
+    pub fn search(
+        &self,
+        query_terms: &[String],
+        k: usize,
+        min_score: f32,
+        allow: impl Fn(u32) -> bool,
+        tie_key: impl Fn(u32) -> u64,
+    ) -> Vec<(f32, u32)> {
+        if self.n_docs == 0 || k == 0 {
+            return Vec::new();
+        }
+        let mut terms: Vec<&str> = query_terms.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        let avgdl = self.avgdl() as f32;
+        let Bm25Params { k1, b } = self.params;
+        let c1 = k1 * (1.0 - b);
+        let c2 = k1 * b / avgdl;
+
+        let mut scratch = self.scratch.lock().pop().unwrap_or(Scratch {
+            scores: Vec::new(),
+            touched: Vec::new(),
+        });
+        if scratch.scores.len() < self.doc_len.len() {
+            scratch.scores.resize(self.doc_len.len(), 0.0);
+        }
+        let Scratch { scores, touched } = &mut scratch;
+        for term in terms {
+            let Some(&t) = self.term_ids.get(term) else { continue };
+            let list = &self.postings[t as usize];
+            let idf = self.idf(list.len()) as f32;
+            for p in list {
+                let s = p.slot as usize;
+                let tf = p.tf as f32;
+                let dl = self.doc_len[s] as f32;
+                let acc = &mut scores[s];
+                if *acc == 0.0 {
+                    touched.push(p.slot);
+                }
+                *acc += idf * tf / (tf + c1 + c2 * dl);
+            }
+        }
+        let mut top = crate::topk::TopK::new(k);
+        for &slot in touched.iter() {
+            let score = std::mem::take(&mut scores[slot as usize]);
+            if score >= min_score && score > 0.0 && allow(slot) {
+                top.push(score, tie_key(slot), slot);
+            }
+        }
+        touched.clear();
+        self.scratch.lock().push(scratch);
+        top.into_sorted()
+    }
+
+    /// BM25 score of one indexed document for the query (0 when nothing matches).
+    pub fn score(&self, query_terms: &[String], slot: u32, doc_terms: &[String]) -> f32 {
+        let counts = term_counts(doc_terms);
+        let mut terms: Vec<&str> = query_terms.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        let dl = self.doc_len(slot) as f32;
+        let Bm25Params { k1, b } = self.params;
+        let norm = k1 * (1.0 - b + b * dl / self.avgdl() as f32);
+        terms
+            .iter()
+            .filter_map(|t| counts.get(t).map(|&tf| (self.doc_freq(t), tf as f32)))
+            .map(|(df, tf)| self.idf(df) as f32 * tf / (tf + norm))
+            .sum()
+    }
+}
+
+fn term_counts(terms: &[String]) -> HashMap<&str, u32> {
+    let mut counts: HashMap<&str, u32> = HashMap::with_capacity(terms.len());
+    for t in terms {
+        *counts.entry(t.as_str()).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn scores_match_hand_computation() {
+        let mut idx = Bm25::new(Bm25Params::default());
+        idx.add(0, &terms("docker node port 8080"));
+        idx.add(1, &terms("nginx proxy port 443"));
+        idx.add(2, &terms("mysql port 3306 port taken"));
+        let hits = idx.search(&terms("port 8080"), 10, 0.0, |_| true, |s| s as u64);
+        // Hand computation: N = 3, avgdl = 13/3.
+        let avgdl = 13.0f64 / 3.0;
+        let idf = |df: f64| (1.0 + (3.0 - df + 0.5) / (df + 0.5)).ln();
+        let part = |tf: f64, dl: f64| tf / (tf + 1.2 * (1.0 - 0.75 + 0.75 * dl / avgdl));
+        let want0 = idf(3.0) * part(1.0, 4.0) + idf(1.0) * part(1.0, 4.0);
+        let want2 = idf(3.0) * part(2.0, 5.0);
+        let want1 = idf(3.0) * part(1.0, 4.0);
+        assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [0, 2, 1]);
+        for ((score, _), want) in hits.iter().zip([want0, want2, want1]) {
+            assert!(((*score as f64) - want).abs() / want < 1e-6, "{score} vs {want}");
+        }
+    }
+
+    #[test]
+    fn statistics_stay_exact_after_delete() {
+        let mut idx = Bm25::new(Bm25Params::default());
+        idx.add(0, &terms("a b c"));
+        idx.add(1, &terms("a d"));
+        idx.remove(0, &terms("a b c"));
+        assert_eq!(idx.n_docs(), 1);
+        assert_eq!(idx.total_len(), 2);
+        assert_eq!(idx.doc_freq("a"), 1);
+        assert_eq!(idx.doc_freq("b"), 0);
+        assert_eq!(idx.vocabulary_size(), 2);
+        let hits = idx.search(&terms("b c"), 10, 0.0, |_| true, |s| s as u64);
+        assert!(hits.is_empty());
+    }
+}

@@ -1,0 +1,67 @@
+//! The engine's one error type. The bindings map each variant to one Python exception.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineError {
+    /// A vector's length differs from the index dimension.
+    Dimension { expected: usize, got: usize },
+    /// A vector holds NaN or an infinity (`row` is its position in the batch).
+    NonFinite { row: usize },
+    /// A zero vector cannot be normalised for the cosine metric.
+    ZeroVector { row: usize },
+    /// Parallel inputs of a batch have different lengths.
+    LengthMismatch { what: &'static str, expected: usize, got: usize },
+    /// An id that already exists was added without `upsert`.
+    DuplicateId(u64),
+    /// An id that does not exist was asked for.
+    UnknownId(u64),
+    /// A time range whose start is after its end.
+    InvalidTimeRange { lo: i64, hi: i64 },
+    /// A namespace or session name that is empty, too long or holds control characters.
+    InvalidName { what: &'static str, reason: String },
+    /// A text longer than the index accepts.
+    TextTooLong { row: usize, bytes: usize, limit: usize },
+    /// Any other argument outside its domain (the message says which and why).
+    InvalidArgument(String),
+}
+
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use EngineError::*;
+        match self {
+            Dimension { expected, got } => write!(
+                f,
+                "vector dimension mismatch: the index expects {expected} values per vector, got {got}"
+            ),
+            NonFinite { row } => write!(f, "vector at row {row} contains NaN or infinity"),
+            ZeroVector { row } => write!(
+                f,
+                "vector at row {row} is all zeros and cannot be normalised for the cosine metric"
+            ),
+            LengthMismatch { what, expected, got } => write!(
+                f,
+                "length mismatch: {what} has {got} entries but ids has {expected}"
+            ),
+            DuplicateId(id) => write!(
+                f,
+                "id {id} already exists; delete it first or pass upsert=True to replace it"
+            ),
+            UnknownId(id) => write!(f, "id {id} is not in the index"),
+            InvalidTimeRange { lo, hi } => write!(
+                f,
+                "invalid time range: start {lo} is after end {hi} (the range is half-open [lo, hi))"
+            ),
+            InvalidName { what, reason } => write!(f, "invalid {what}: {reason}"),
+            TextTooLong { row, bytes, limit } => write!(
+                f,
+                "text at row {row} has {bytes} bytes, over the limit of {limit}; split it into smaller records"
+            ),
+            InvalidArgument(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}

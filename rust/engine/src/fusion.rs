@@ -1,0 +1,96 @@
+//! Reciprocal rank fusion of the BM25 and vector legs, plus the optional time-decay and
+//! importance terms, all reported per hit.
+//!
+//! `score = Σ wᵢ / (rrf_k + rankᵢ) + decay_weight · 0.5^(age / half_life) + importance_weight · importance`
+//! with ranks from 1. A first place in one leg adds `w / (rrf_k + 1)` (≈ 0.0164 at the defaults),
+//! which is the scale the extra weights are on.
+
+use std::collections::HashMap;
+
+use crate::records::Records;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusionParams {
+    pub rrf_k: f32,
+    /// Weights of the (BM25, vector) legs.
+    pub weights: (f32, f32),
+    /// Half-life of the decay term in microseconds; `None` turns the term off.
+    pub half_life: Option<f64>,
+    /// "Now" for the decay term, in microseconds since the epoch.
+    pub now: i64,
+    pub decay_weight: f32,
+    pub importance_weight: f32,
+}
+
+impl Default for FusionParams {
+    fn default() -> Self {
+        FusionParams {
+            rrf_k: 60.0,
+            weights: (1.0, 1.0),
+            half_life: None,
+            now: 0,
+            decay_weight: 0.005,
+            importance_weight: 0.0,
+        }
+    }
+}
+
+/// One fused result with every signal that made its score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub id: u64,
+    pub slot: u32,
+    pub score: f32,
+    /// 1-based rank and raw score in the BM25 leg, if it found this record.
+    pub bm25: Option<(u32, f32)>,
+    /// 1-based rank and similarity in the vector leg, if it found this record.
+    pub vector: Option<(u32, f32)>,
+    /// The decay factor 0.5^(age / half_life) (1 when decay is off).
+    pub decay: f32,
+    pub importance: f32,
+    pub timestamp: i64,
+}
+
+/// Fuses the two ranked legs (best first, as (raw score, slot)) into the top `k` hits, best
+/// first; ties go to the smaller id.
+pub fn fuse(
+    bm25: &[(f32, u32)],
+    vector: &[(f32, u32)],
+    p: &FusionParams,
+    k: usize,
+    records: &Records,
+) -> Vec<Hit> {
+    let mut by_slot: HashMap<u32, Hit> = HashMap::with_capacity(bm25.len() + vector.len());
+    let new_hit = |slot: u32| Hit {
+        id: records.ids[slot as usize],
+        slot,
+        score: 0.0,
+        bm25: None,
+        vector: None,
+        decay: 1.0,
+        importance: records.importance[slot as usize],
+        timestamp: records.timestamps[slot as usize],
+    };
+    for (rank, &(score, slot)) in bm25.iter().enumerate() {
+        let h = by_slot.entry(slot).or_insert_with(|| new_hit(slot));
+        h.bm25 = Some((rank as u32 + 1, score));
+        h.score += p.weights.0 / (p.rrf_k + rank as f32 + 1.0);
+    }
+    for (rank, &(sim, slot)) in vector.iter().enumerate() {
+        let h = by_slot.entry(slot).or_insert_with(|| new_hit(slot));
+        h.vector = Some((rank as u32 + 1, sim));
+        h.score += p.weights.1 / (p.rrf_k + rank as f32 + 1.0);
+    }
+    let mut hits: Vec<Hit> = by_slot.into_values().collect();
+    for h in &mut hits {
+        if let Some(half_life) = p.half_life {
+            let age = (p.now.saturating_sub(h.timestamp)).max(0) as f64;
+            h.decay = 0.5f64.powf(age / half_life) as f32;
+            h.score += p.decay_weight * h.decay;
+        }
+        h.score += p.importance_weight * h.importance;
+    }
+    hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+    hits.truncate(k);
+    hits
+}

@@ -1,0 +1,597 @@
+//! HNSW graph over float32 vectors (Malkov & Yashunin), with the tricks of hnswlib:
+//! contiguous level-0 link blocks, a visited pool with generation tags, the neighbour-selection
+//! heuristic, prefetching, and lock-per-node parallel batch insertion.
+//!
+//! Nodes are the record slots of the owning index. A slot that has no vector, or whose record was
+//! deleted, has level -1 and is never entered. Deletion repairs the neighbours' links and zeroes
+//! the vector, so nothing of a deleted record stays in memory.
+//!
+//! Links are atomics so that parallel inserts may read a list another thread is rewriting (a stale
+//! or mixed list only costs a little graph quality, never memory safety); writers of one node's
+//! list serialise on that node's lock.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+
+use parking_lot::Mutex;
+
+use crate::distance::{dot_kernel, prefetch, DotFn};
+use crate::visited::{VisitedList, VisitedPool};
+
+/// A node and its distance (1 − dot) to the current query; ordered by distance, then slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scored {
+    pub dist: f32,
+    pub slot: u32,
+}
+
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.dist.total_cmp(&other.dist).then(self.slot.cmp(&other.slot))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct HnswParams {
+    pub m: usize,
+    pub ef_construction: usize,
+    pub seed: u64,
+}
+
+struct Entry {
+    slot: Option<u32>,
+    level: usize,
+}
+
+pub struct Hnsw {
+    dim: usize,
+    m: usize,
+    m0: usize,
+    ef_construction: usize,
+    level_mult: f64,
+    dot: DotFn,
+    rng: u64,
+    vectors: Vec<f32>,
+    /// `slot * (1 + m0)`: count, then up to `m0` neighbours.
+    level0: Vec<AtomicU32>,
+    /// Per slot, levels 1..=L, each `1 + m` (count, neighbours); empty below level 1.
+    upper: Vec<Box<[AtomicU32]>>,
+    levels: Vec<i8>,
+    locks: Vec<Mutex<()>>,
+    entry: Mutex<Entry>,
+    live: usize,
+    visited: VisitedPool,
+}
+
+const NOT_IN_GRAPH: i8 = -1;
+
+impl Hnsw {
+    pub fn new(dim: usize, params: HnswParams) -> Self {
+        let m = params.m.max(2);
+        Hnsw {
+            dim,
+            m,
+            m0: 2 * m,
+            ef_construction: params.ef_construction.max(m),
+            level_mult: 1.0 / (m as f64).ln(),
+            dot: dot_kernel(),
+            rng: params.seed ^ 0x9E37_79B9_7F4A_7C15,
+            vectors: Vec::new(),
+            level0: Vec::new(),
+            upper: Vec::new(),
+            levels: Vec::new(),
+            locks: Vec::new(),
+            entry: Mutex::new(Entry { slot: None, level: 0 }),
+            live: 0,
+            visited: VisitedPool::default(),
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn contains(&self, slot: u32) -> bool {
+        self.levels.get(slot as usize).is_some_and(|&l| l >= 0)
+    }
+
+    pub fn vector(&self, slot: u32) -> &[f32] {
+        let s = slot as usize * self.dim;
+        &self.vectors[s..s + self.dim]
+    }
+
+    /// Bytes held by vectors and links (for stats).
+    pub fn memory_bytes(&self) -> usize {
+        self.vectors.capacity() * 4
+            + self.level0.capacity() * 4
+            + self.upper.iter().map(|u| u.len() * 4 + 16).sum::<usize>()
+            + self.levels.capacity()
+            + self.locks.capacity()
+    }
+
+    /// Grows per-slot storage so that slots `0..n` exist.
+    pub fn ensure_slots(&mut self, n: usize) {
+        if n <= self.levels.len() {
+            return;
+        }
+        self.vectors.resize(n * self.dim, 0.0);
+        self.level0.resize_with(n * (1 + self.m0), || AtomicU32::new(0));
+        self.upper.resize_with(n, || Box::new([]));
+        self.levels.resize(n, NOT_IN_GRAPH);
+        self.locks.resize_with(n, || Mutex::new(()));
+    }
+
+    #[inline(always)]
+    fn dist(&self, q: &[f32], slot: u32) -> f32 {
+        1.0 - (self.dot)(q, self.vector(slot))
+    }
+
+    #[inline(always)]
+    fn links(&self, slot: u32, level: usize) -> &[AtomicU32] {
+        if level == 0 {
+            let s = slot as usize * (1 + self.m0);
+            &self.level0[s..s + 1 + self.m0]
+        } else {
+            let s = (level - 1) * (1 + self.m);
+            &self.upper[slot as usize][s..s + 1 + self.m]
+        }
+    }
+
+    fn read_links(&self, slot: u32, level: usize, out: &mut Vec<u32>) {
+        out.clear();
+        let l = self.links(slot, level);
+        let n = (l[0].load(Relaxed) as usize).min(l.len() - 1);
+        out.extend(l[1..=n].iter().map(|a| a.load(Relaxed)));
+    }
+
+    fn write_links(&self, slot: u32, level: usize, neighbours: &[u32]) {
+        let l = self.links(slot, level);
+        debug_assert!(neighbours.len() < l.len());
+        for (cell, &n) in l[1..].iter().zip(neighbours) {
+            cell.store(n, Relaxed);
+        }
+        l[0].store(neighbours.len() as u32, Relaxed);
+    }
+
+    fn max_links(&self, level: usize) -> usize {
+        if level == 0 {
+            self.m0
+        } else {
+            self.m
+        }
+    }
+
+    fn random_level(&mut self) -> usize {
+        // splitmix64: small, fast and reproducible for a given seed.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        ((-u.ln() * self.level_mult) as usize).min(30)
+    }
+
+    /// Stores `vector` (already normalised when the metric is cosine) at `slot` and prepares
+    /// its link storage. Call [`Hnsw::link`] afterwards (possibly from several threads).
+    pub fn stage(&mut self, slot: u32, vector: &[f32]) {
+        debug_assert_eq!(vector.len(), self.dim);
+        self.ensure_slots(slot as usize + 1);
+        let s = slot as usize * self.dim;
+        self.vectors[s..s + self.dim].copy_from_slice(vector);
+        let level = self.random_level();
+        self.levels[slot as usize] = level as i8;
+        self.upper[slot as usize] =
+            (0..level * (1 + self.m)).map(|_| AtomicU32::new(0)).collect();
+        self.links(slot, 0)[0].store(0, Relaxed);
+        self.live += 1;
+    }
+
+    /// Links staged slots into the graph, on `threads` threads (hnswlib's parallel insert).
+    pub fn link_all(&self, slots: &[u32], threads: usize) {
+        let threads = threads.clamp(1, slots.len().max(1));
+        if threads == 1 || slots.len() < 256 {
+            let mut vl = self.visited.get(self.capacity());
+            for &s in slots {
+                self.link(s, &mut vl);
+            }
+            self.visited.put(vl);
+            return;
+        }
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    let mut vl = self.visited.get(self.capacity());
+                    loop {
+                        let i = next.fetch_add(1, Relaxed);
+                        if i >= slots.len() {
+                            break;
+                        }
+                        self.link(slots[i], &mut vl);
+                    }
+                    self.visited.put(vl);
+                });
+            }
+        });
+    }
+
+    fn link(&self, slot: u32, vl: &mut VisitedList) {
+        let level = self.levels[slot as usize] as usize;
+        let q = self.vector(slot).to_vec();
+        let mut entry = self.entry.lock();
+        let Some(mut ep) = entry.slot else {
+            entry.slot = Some(slot);
+            entry.level = level;
+            return;
+        };
+        let top = entry.level;
+        // Keep the global lock while a new top level is built, as hnswlib does.
+        let keep_entry = level > top;
+        let guard = if keep_entry { Some(entry) } else { drop(entry); None };
+
+        let mut cur = Scored { dist: self.dist(&q, ep), slot: ep };
+        let mut buf = Vec::with_capacity(self.m0);
+        for l in (level + 1..=top).rev() {
+            cur = self.greedy(&q, cur, l, &mut buf);
+        }
+        ep = cur.slot;
+        for l in (0..=level.min(top)).rev() {
+            let found = self.search_layer(&q, &[ep], self.ef_construction, l, vl, None::<&fn(u32) -> bool>);
+            let mut sorted = found.into_sorted_vec();
+            sorted.retain(|c| c.slot != slot);
+            let chosen = self.select_heuristic(&sorted, self.m);
+            {
+                let _own = self.locks[slot as usize].lock();
+                let ids: Vec<u32> = chosen.iter().map(|c| c.slot).collect();
+                self.write_links(slot, l, &ids);
+            }
+            for c in &chosen {
+                self.add_link(c.slot, slot, c.dist, l);
+            }
+            if let Some(best) = sorted.first() {
+                ep = best.slot;
+            }
+        }
+        if let Some(mut e) = guard {
+            e.slot = Some(slot);
+            e.level = level;
+        }
+    }
+
+    /// Adds `new` to `node`'s list at `level`, pruning with the heuristic when full.
+    fn add_link(&self, node: u32, new: u32, dist: f32, level: usize) {
+        let _lock = self.locks[node as usize].lock();
+        if (self.levels[node as usize] as isize) < level as isize {
+            return;
+        }
+        let max = self.max_links(level);
+        let mut cur = Vec::with_capacity(max + 1);
+        self.read_links(node, level, &mut cur);
+        if cur.contains(&new) {
+            return;
+        }
+        if cur.len() < max {
+            cur.push(new);
+            self.write_links(node, level, &cur);
+            return;
+        }
+        let base = self.vector(node);
+        let mut cands: Vec<Scored> = cur
+            .iter()
+            .filter(|&&n| self.contains(n))
+            .map(|&n| Scored { dist: self.dist(base, n), slot: n })
+            .collect();
+        cands.push(Scored { dist, slot: new });
+        cands.sort_unstable();
+        let chosen: Vec<u32> = self.select_heuristic(&cands, max).iter().map(|c| c.slot).collect();
+        self.write_links(node, level, &chosen);
+    }
+
+    /// Keeps a candidate only if it is closer to the base than to every neighbour kept so far,
+    /// which spreads links across directions (the paper's heuristic, as in hnswlib).
+    fn select_heuristic(&self, sorted: &[Scored], max: usize) -> Vec<Scored> {
+        if sorted.len() <= max {
+            return sorted.to_vec();
+        }
+        let mut chosen: Vec<Scored> = Vec::with_capacity(max);
+        for c in sorted {
+            if chosen.len() >= max {
+                break;
+            }
+            let v = self.vector(c.slot);
+            if chosen.iter().all(|s| self.dist(v, s.slot) >= c.dist) {
+                chosen.push(*c);
+            }
+        }
+        chosen
+    }
+
+    fn greedy(&self, q: &[f32], mut cur: Scored, level: usize, buf: &mut Vec<u32>) -> Scored {
+        loop {
+            let mut changed = false;
+            self.read_links(cur.slot, level, buf);
+            for &n in buf.iter() {
+                if !self.contains(n) {
+                    continue;
+                }
+                let d = self.dist(q, n);
+                if d < cur.dist {
+                    cur = Scored { dist: d, slot: n };
+                    changed = true;
+                }
+            }
+            if !changed {
+                return cur;
+            }
+        }
+    }
+
+    /// Best-first search of one layer. Nodes failing `allow` still guide the walk but never
+    /// enter the results, so a filtered search finds the nearest *allowed* nodes.
+    fn search_layer<F: Fn(u32) -> bool>(
+        &self,
+        q: &[f32],
+        entry_points: &[u32],
+        ef: usize,
+        level: usize,
+        vl: &mut VisitedList,
+        allow: Option<&F>,
+    ) -> BinaryHeap<Scored> {
+        let mut candidates: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(ef * 2);
+        let mut results: BinaryHeap<Scored> = BinaryHeap::with_capacity(ef + 1);
+        let mut lower = f32::INFINITY;
+        vl.reset(self.capacity());
+        for &ep in entry_points {
+            if vl.check_and_mark(ep) {
+                continue;
+            }
+            let c = Scored { dist: self.dist(q, ep), slot: ep };
+            candidates.push(Reverse(c));
+            if allow.is_none_or(|f| f(ep)) {
+                results.push(c);
+                lower = results.peek().map_or(f32::INFINITY, |w| w.dist);
+            }
+        }
+        let mut buf = Vec::with_capacity(self.m0);
+        while let Some(Reverse(c)) = candidates.pop() {
+            if c.dist > lower && results.len() >= ef {
+                break;
+            }
+            self.read_links(c.slot, level, &mut buf);
+            if let Some(&first) = buf.first() {
+                prefetch(vl.tag_ptr(first));
+                prefetch(self.vectors.as_ptr().wrapping_add(first as usize * self.dim));
+            }
+            for (i, &n) in buf.iter().enumerate() {
+                if let Some(&next) = buf.get(i + 1) {
+                    prefetch(vl.tag_ptr(next));
+                    prefetch(self.vectors.as_ptr().wrapping_add(next as usize * self.dim));
+                }
+                if vl.check_and_mark(n) || !self.contains(n) {
+                    continue;
+                }
+                let d = self.dist(q, n);
+                if results.len() < ef || d < lower {
+                    candidates.push(Reverse(Scored { dist: d, slot: n }));
+                    if allow.is_none_or(|f| f(n)) {
+                        results.push(Scored { dist: d, slot: n });
+                        if results.len() > ef {
+                            results.pop();
+                        }
+                        lower = results.peek().map_or(f32::INFINITY, |w| w.dist);
+                    }
+                }
+            }
+        }
+        results
+    }
+
+    /// The `k` nearest allowed nodes, nearest first, as (similarity, slot).
+    pub fn search<F: Fn(u32) -> bool>(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        allow: Option<&F>,
+    ) -> Vec<(f32, u32)> {
+        let (ep, top) = {
+            let e = self.entry.lock();
+            match e.slot {
+                Some(s) => (s, e.level),
+                None => return Vec::new(),
+            }
+        };
+        let mut cur = Scored { dist: self.dist(q, ep), slot: ep };
+        let mut buf = Vec::with_capacity(self.m0);
+        for l in (1..=top).rev() {
+            cur = self.greedy(q, cur, l, &mut buf);
+        }
+        let mut vl = self.visited.get(self.capacity());
+        let found = self.search_layer(q, &[cur.slot], ef.max(k), 0, &mut vl, allow);
+        self.visited.put(vl);
+        let mut sorted = found.into_sorted_vec();
+        sorted.truncate(k);
+        sorted.into_iter().map(|c| (1.0 - c.dist, c.slot)).collect()
+    }
+
+    /// Exact top-`k` over the given slots, nearest first, as (similarity, slot).
+    pub fn exact(&self, q: &[f32], k: usize, slots: impl Iterator<Item = u32>) -> Vec<(f32, u32)> {
+        let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
+        for s in slots {
+            if !self.contains(s) {
+                continue;
+            }
+            let c = Scored { dist: self.dist(q, s), slot: s };
+            if heap.len() < k {
+                heap.push(c);
+            } else if heap.peek().is_some_and(|w| c < *w) {
+                heap.pop();
+                heap.push(c);
+            }
+        }
+        heap.into_sorted_vec().into_iter().map(|c| (1.0 - c.dist, c.slot)).collect()
+    }
+
+    /// Similarity of `q` to the vector at `slot`, if it has one.
+    pub fn similarity(&self, q: &[f32], slot: u32) -> Option<f32> {
+        self.contains(slot).then(|| (self.dot)(q, self.vector(slot)))
+    }
+
+    /// Removes `slot` from the graph: each neighbour gets its list rebuilt from its own and the
+    /// removed node's neighbours, the vector is zeroed and the entry point moves if needed.
+    pub fn remove(&mut self, slot: u32) {
+        if !self.contains(slot) {
+            return;
+        }
+        let level = self.levels[slot as usize] as usize;
+        self.levels[slot as usize] = NOT_IN_GRAPH;
+        let mut mine = Vec::new();
+        let mut theirs = Vec::new();
+        for l in 0..=level {
+            self.read_links(slot, l, &mut mine);
+            for &n in &mine {
+                if !self.contains(n) || (self.levels[n as usize] as usize) < l {
+                    continue;
+                }
+                self.read_links(n, l, &mut theirs);
+                if !theirs.contains(&slot) && theirs.len() >= self.max_links(l) {
+                    continue;
+                }
+                let base = self.vector(n).to_vec();
+                let mut cands: Vec<Scored> = theirs
+                    .iter()
+                    .chain(mine.iter())
+                    .copied()
+                    .filter(|&c| c != n && self.contains(c))
+                    .map(|c| Scored { dist: self.dist(&base, c), slot: c })
+                    .collect();
+                cands.sort_unstable();
+                cands.dedup_by_key(|c| c.slot);
+                let chosen: Vec<u32> = self
+                    .select_heuristic(&cands, self.max_links(l))
+                    .iter()
+                    .map(|c| c.slot)
+                    .collect();
+                self.write_links(n, l, &chosen);
+            }
+            self.write_links(slot, l, &[]);
+        }
+        let s = slot as usize * self.dim;
+        self.vectors[s..s + self.dim].fill(0.0);
+        self.upper[slot as usize] = Box::new([]);
+        self.live -= 1;
+        let entry = self.entry.get_mut();
+        if entry.slot == Some(slot) {
+            // The highest remaining node becomes the entry point.
+            let best = self
+                .levels
+                .iter()
+                .enumerate()
+                .filter(|(_, &l)| l >= 0)
+                .max_by_key(|(i, &l)| (l, Reverse(*i)));
+            *entry = match best {
+                Some((i, &l)) => Entry { slot: Some(i as u32), level: l as usize },
+                None => Entry { slot: None, level: 0 },
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        (0..n)
+            .map(|_| {
+                let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.into_iter().map(|x| x / norm).collect()
+            })
+            .collect()
+    }
+
+    fn build(n: usize, dim: usize, threads: usize) -> (Hnsw, Vec<Vec<f32>>) {
+        let data = unit_vectors(n, dim, 7);
+        let mut h = Hnsw::new(dim, HnswParams { m: 16, ef_construction: 100, seed: 1 });
+        for (i, v) in data.iter().enumerate() {
+            h.stage(i as u32, v);
+        }
+        let slots: Vec<u32> = (0..n as u32).collect();
+        h.link_all(&slots, threads);
+        (h, data)
+    }
+
+    fn recall(h: &Hnsw, queries: &[Vec<f32>], n: usize, k: usize) -> f64 {
+        let mut hit = 0;
+        for q in queries {
+            let truth: Vec<u32> = h.exact(q, k, 0..n as u32).iter().map(|x| x.1).collect();
+            let got = h.search(q, k, 64, None::<&fn(u32) -> bool>);
+            hit += got.iter().filter(|x| truth.contains(&x.1)).count();
+        }
+        hit as f64 / (queries.len() * k) as f64
+    }
+
+    #[test]
+    fn recall_single_and_parallel_build() {
+        for threads in [1, 2] {
+            let (h, _) = build(3000, 32, threads);
+            let r = recall(&h, &unit_vectors(50, 32, 99), 3000, 10);
+            assert!(r >= 0.95, "threads={threads} recall={r}");
+        }
+    }
+
+    #[test]
+    fn removal_keeps_recall_and_zeroes_vectors() {
+        let (mut h, _) = build(3000, 32, 1);
+        for s in (0..3000u32).step_by(2) {
+            h.remove(s);
+        }
+        assert_eq!(h.len(), 1500);
+        assert!(h.vector(0).iter().all(|&x| x == 0.0));
+        let queries = unit_vectors(50, 32, 5);
+        for q in &queries {
+            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>).iter().all(|x| x.1 % 2 == 1));
+        }
+        let r = recall(&h, &queries, 3000, 10);
+        assert!(r >= 0.95, "recall after deleting half = {r}");
+    }
+
+    #[test]
+    fn filter_is_applied_during_search() {
+        let (h, _) = build(2000, 16, 1);
+        let allow = |s: u32| s % 3 == 0;
+        for q in unit_vectors(20, 16, 3) {
+            let got = h.search(&q, 10, 64, Some(&allow));
+            assert_eq!(got.len(), 10);
+            assert!(got.iter().all(|x| x.1 % 3 == 0));
+        }
+    }
+}

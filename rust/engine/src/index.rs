@@ -1,0 +1,594 @@
+//! The hybrid index: records + BM25 + HNSW behind one search call.
+//!
+//! Writes are split in two: [`Prepared::new`] validates and tokenises a batch without touching
+//! the index (callers run it outside their write lock), then [`HybridIndex::apply`] checks ids
+//! and inserts. A batch either lands whole or not at all.
+
+use std::collections::HashSet;
+
+use crate::bm25::{Bm25, Bm25Params};
+use crate::error::{EngineError, Result};
+use crate::filter::{Filter, Resolved};
+use crate::fusion::{fuse, FusionParams, Hit};
+use crate::hnsw::{Hnsw, HnswParams};
+use crate::records::{validate_name, Record, Records};
+use crate::tokenize::{Tokenizer, TokenizerOptions};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Cosine similarity: vectors are normalised on the way in.
+    Cosine,
+    /// Raw inner product.
+    InnerProduct,
+}
+
+impl Metric {
+    pub fn parse(s: &str) -> Result<Metric> {
+        match s {
+            "cosine" => Ok(Metric::Cosine),
+            "ip" | "dot" | "inner_product" => Ok(Metric::InnerProduct),
+            other => Err(EngineError::InvalidArgument(format!(
+                "unknown metric {other:?}: use \"cosine\" or \"ip\""
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Cosine => "cosine",
+            Metric::InnerProduct => "ip",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct IndexConfig {
+    pub dim: usize,
+    pub metric: Metric,
+    pub m: usize,
+    pub ef_construction: usize,
+    pub tokenizer: TokenizerOptions,
+    pub bm25: Bm25Params,
+    pub seed: u64,
+    pub max_text_bytes: usize,
+    /// Threads for batch graph insertion (0 = all cores).
+    pub threads: usize,
+    /// A filtered vector search scans exactly when at most this many records match.
+    pub exact_threshold: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            dim: 0,
+            metric: Metric::Cosine,
+            m: 16,
+            ef_construction: 200,
+            tokenizer: TokenizerOptions::default(),
+            bm25: Bm25Params::default(),
+            seed: 42,
+            max_text_bytes: 1 << 20,
+            threads: 0,
+            exact_threshold: 2000,
+        }
+    }
+}
+
+impl IndexConfig {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(EngineError::InvalidArgument(m));
+        if self.dim > 65_536 {
+            return bad(format!("dim={} is too large (at most 65536)", self.dim));
+        }
+        if !(2..=128).contains(&self.m) {
+            return bad(format!("m={} must be between 2 and 128", self.m));
+        }
+        if self.ef_construction == 0 || self.ef_construction > 10_000 {
+            return bad(format!("ef_construction={} must be between 1 and 10000", self.ef_construction));
+        }
+        if !(self.bm25.k1.is_finite() && self.bm25.k1 >= 0.0) {
+            return bad(format!("k1={} must be a finite number >= 0", self.bm25.k1));
+        }
+        if !(0.0..=1.0).contains(&self.bm25.b) {
+            return bad(format!("b={} must be between 0 and 1", self.bm25.b));
+        }
+        if self.max_text_bytes == 0 {
+            return bad("max_text_bytes must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// A batch of new records, borrowed from the caller. `vectors` is row-major `n × dim`.
+pub struct Batch<'a> {
+    pub ids: &'a [u64],
+    pub texts: &'a [String],
+    pub vectors: Option<&'a [f32]>,
+    pub timestamps: &'a [i64],
+    pub namespaces: &'a [String],
+    pub sessions: Option<&'a [Option<String>]>,
+    pub payloads: Option<&'a [Vec<u8>]>,
+    pub importance: Option<&'a [f32]>,
+}
+
+/// A validated, tokenised batch, ready for [`HybridIndex::apply`].
+pub struct Prepared {
+    records: Vec<Record>,
+    terms: Vec<Vec<String>>,
+    upsert: bool,
+}
+
+impl Prepared {
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn new(config: &IndexConfig, tokenizer: &Tokenizer, b: &Batch, upsert: bool) -> Result<Self> {
+        let n = b.ids.len();
+        let check = |what: &'static str, got: usize| {
+            if got == n {
+                Ok(())
+            } else {
+                Err(EngineError::LengthMismatch { what, expected: n, got })
+            }
+        };
+        check("texts", b.texts.len())?;
+        check("timestamps", b.timestamps.len())?;
+        check("namespaces", b.namespaces.len())?;
+        if let Some(s) = b.sessions {
+            check("sessions", s.len())?;
+        }
+        if let Some(p) = b.payloads {
+            check("payloads", p.len())?;
+        }
+        if let Some(imp) = b.importance {
+            check("importance", imp.len())?;
+            if let Some(row) = imp.iter().position(|x| !x.is_finite()) {
+                return Err(EngineError::InvalidArgument(format!(
+                    "importance at row {row} is not a finite number"
+                )));
+            }
+        }
+        if let Some(v) = b.vectors {
+            if config.dim == 0 {
+                return Err(EngineError::InvalidArgument(
+                    "this index was created with dim=0 (keyword only) and takes no vectors".into(),
+                ));
+            }
+            if v.len() != n * config.dim {
+                let got = if n == 0 { v.len() } else { v.len() / n };
+                return Err(EngineError::Dimension { expected: config.dim, got });
+            }
+        }
+        let mut seen = HashSet::with_capacity(n);
+        for (row, &id) in b.ids.iter().enumerate() {
+            if !seen.insert(id) {
+                return Err(EngineError::InvalidArgument(format!(
+                    "id {id} appears twice in the batch (second time at row {row})"
+                )));
+            }
+            let text = &b.texts[row];
+            if text.len() > config.max_text_bytes {
+                return Err(EngineError::TextTooLong {
+                    row,
+                    bytes: text.len(),
+                    limit: config.max_text_bytes,
+                });
+            }
+            validate_name("namespace", &b.namespaces[row])?;
+            if let Some(Some(s)) = b.sessions.map(|s| &s[row]) {
+                validate_name("session", s)?;
+            }
+        }
+        let mut records = Vec::with_capacity(n);
+        for row in 0..n {
+            let vector = match b.vectors {
+                Some(v) => Some(prepare_vector(
+                    config.metric,
+                    &v[row * config.dim..(row + 1) * config.dim],
+                    row,
+                )?),
+                None => None,
+            };
+            records.push(Record {
+                id: b.ids[row],
+                namespace: b.namespaces[row].clone(),
+                session: b.sessions.and_then(|s| s[row].clone()),
+                timestamp: b.timestamps[row],
+                text: b.texts[row].clone(),
+                payload: b.payloads.map(|p| p[row].clone()).unwrap_or_default(),
+                importance: b.importance.map_or(0.0, |imp| imp[row]),
+                vector,
+            });
+        }
+        let terms = records.iter().map(|r| tokenizer.tokenize(&r.text)).collect();
+        Ok(Prepared { records, terms, upsert })
+    }
+}
+
+/// Checks a vector and normalises it for the cosine metric.
+pub fn prepare_vector(metric: Metric, v: &[f32], row: usize) -> Result<Vec<f32>> {
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(EngineError::NonFinite { row });
+    }
+    match metric {
+        Metric::InnerProduct => Ok(v.to_vec()),
+        Metric::Cosine => {
+            let norm = v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt();
+            if norm == 0.0 || !norm.is_finite() {
+                return Err(EngineError::ZeroVector { row });
+            }
+            Ok(v.iter().map(|&x| (x as f64 / norm) as f32).collect())
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Hybrid,
+    Bm25,
+    Vector,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Mode> {
+        match s {
+            "hybrid" => Ok(Mode::Hybrid),
+            "bm25" => Ok(Mode::Bm25),
+            "vector" => Ok(Mode::Vector),
+            other => Err(EngineError::InvalidArgument(format!(
+                "unknown mode {other:?}: use \"hybrid\", \"bm25\" or \"vector\""
+            ))),
+        }
+    }
+}
+
+/// Which path the vector leg took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// No vector leg ran.
+    None,
+    /// HNSW traversal, with the filter checked on the way.
+    Graph,
+    /// Exact scan over the records that match the filter.
+    Exact,
+    /// The graph found fewer hits than the filter allows, so an exact scan completed them.
+    GraphThenExact,
+}
+
+impl Plan {
+    pub fn name(self) -> &'static str {
+        match self {
+            Plan::None => "none",
+            Plan::Graph => "graph",
+            Plan::Exact => "exact",
+            Plan::GraphThenExact => "graph+exact",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SearchParams {
+    pub k: usize,
+    pub mode: Mode,
+    pub ef: usize,
+    /// Candidates taken from each leg before fusion (default `max(50, 5·k)` in hybrid mode).
+    pub window: Option<usize>,
+    pub fusion: FusionParams,
+    pub min_bm25: Option<f32>,
+    pub min_cosine: Option<f32>,
+    pub filter: Filter,
+}
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        SearchParams {
+            k: 10,
+            mode: Mode::Hybrid,
+            ef: 64,
+            window: None,
+            fusion: FusionParams::default(),
+            min_bm25: None,
+            min_cosine: None,
+            filter: Filter::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    pub plan: Plan,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub records: usize,
+    pub vectors: usize,
+    pub free_slots: usize,
+    pub namespaces: usize,
+    pub vocabulary: usize,
+    pub avgdl: f64,
+    pub text_bytes: usize,
+    pub payload_bytes: usize,
+    pub vector_index_bytes: usize,
+    pub bm25_bytes: usize,
+    pub dim: usize,
+    pub metric: &'static str,
+    pub kernel: &'static str,
+}
+
+pub struct HybridIndex {
+    config: IndexConfig,
+    tokenizer: Tokenizer,
+    records: Records,
+    bm25: Bm25,
+    hnsw: Hnsw,
+}
+
+impl HybridIndex {
+    pub fn new(config: IndexConfig) -> Result<Self> {
+        config.validate()?;
+        let hnsw = Hnsw::new(
+            config.dim,
+            HnswParams { m: config.m, ef_construction: config.ef_construction, seed: config.seed },
+        );
+        Ok(HybridIndex {
+            tokenizer: Tokenizer::new(config.tokenizer),
+            bm25: Bm25::new(config.bm25),
+            records: Records::default(),
+            hnsw,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.records.slot(id).is_some()
+    }
+
+    pub fn prepare(&self, batch: &Batch, upsert: bool) -> Result<Prepared> {
+        Prepared::new(&self.config, &self.tokenizer, batch, upsert)
+    }
+
+    /// Inserts a prepared batch; fails without changing anything if an id exists (unless the
+    /// batch was prepared with `upsert`).
+    pub fn apply(&mut self, batch: Prepared) -> Result<()> {
+        if !batch.upsert {
+            if let Some(r) = batch.records.iter().find(|r| self.contains(r.id)) {
+                return Err(EngineError::DuplicateId(r.id));
+            }
+        } else {
+            let existing: Vec<u64> =
+                batch.records.iter().map(|r| r.id).filter(|&id| self.contains(id)).collect();
+            self.delete(&existing, false)?;
+        }
+        let mut staged = Vec::new();
+        for (r, terms) in batch.records.iter().zip(&batch.terms) {
+            let slot = self.records.insert(r);
+            self.bm25.add(slot, terms);
+            if let Some(v) = &r.vector {
+                self.hnsw.stage(slot, v);
+                staged.push(slot);
+            }
+        }
+        let threads = match self.config.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            t => t,
+        };
+        self.hnsw.link_all(&staged, threads);
+        Ok(())
+    }
+
+    /// Validates, tokenises and inserts in one step.
+    pub fn add(&mut self, batch: &Batch, upsert: bool) -> Result<()> {
+        let prepared = self.prepare(batch, upsert)?;
+        self.apply(prepared)
+    }
+
+    /// Deletes records by id. Unknown ids fail the whole call unless `missing_ok`.
+    /// Returns how many records were deleted.
+    pub fn delete(&mut self, ids: &[u64], missing_ok: bool) -> Result<usize> {
+        if !missing_ok {
+            if let Some(&id) = ids.iter().find(|&&id| !self.contains(id)) {
+                return Err(EngineError::UnknownId(id));
+            }
+        }
+        let mut n = 0;
+        for &id in ids {
+            let Some(slot) = self.records.slot(id) else { continue };
+            let terms = self.tokenizer.tokenize(&self.records.texts[slot as usize]);
+            self.bm25.remove(slot, &terms);
+            self.hnsw.remove(slot);
+            self.records.remove(slot);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    pub fn get(&self, id: u64) -> Option<Record> {
+        let slot = self.records.slot(id)?;
+        let vector = self.hnsw.contains(slot).then(|| self.hnsw.vector(slot).to_vec());
+        Some(self.records.record(slot, vector))
+    }
+
+    /// Ids of all records, in slot order.
+    pub fn ids(&self) -> Vec<u64> {
+        self.records.all_slots().map(|s| self.records.ids[s as usize]).collect()
+    }
+
+    /// Sets records' importance. Fails without changing anything on an unknown id.
+    pub fn set_importance(&mut self, ids: &[u64], values: &[f32]) -> Result<()> {
+        if ids.len() != values.len() {
+            return Err(EngineError::LengthMismatch {
+                what: "values",
+                expected: ids.len(),
+                got: values.len(),
+            });
+        }
+        let mut slots = Vec::with_capacity(ids.len());
+        for (&id, v) in ids.iter().zip(values) {
+            if !v.is_finite() {
+                return Err(EngineError::InvalidArgument(format!(
+                    "importance for id {id} is not a finite number"
+                )));
+            }
+            slots.push(self.records.slot(id).ok_or(EngineError::UnknownId(id))?);
+        }
+        for (slot, &v) in slots.into_iter().zip(values) {
+            self.records.importance[slot as usize] = v;
+        }
+        Ok(())
+    }
+
+    /// BM25 score of record `id` for `text` (a reference for tests and explanations).
+    pub fn bm25_score(&self, text: &str, id: u64) -> Result<f32> {
+        let slot = self.records.slot(id).ok_or(EngineError::UnknownId(id))?;
+        let q = self.tokenizer.tokenize(text);
+        let d = self.tokenizer.tokenize(&self.records.texts[slot as usize]);
+        Ok(self.bm25.score(&q, slot, &d))
+    }
+
+    pub fn doc_freq(&self, term: &str) -> usize {
+        self.bm25.doc_freq(term)
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            records: self.records.len(),
+            vectors: self.hnsw.len(),
+            free_slots: self.records.free_slots(),
+            namespaces: self.records.namespaces.len(),
+            vocabulary: self.bm25.vocabulary_size(),
+            avgdl: self.bm25.avgdl(),
+            text_bytes: self.records.text_bytes(),
+            payload_bytes: self.records.payload_bytes(),
+            vector_index_bytes: self.hnsw.memory_bytes(),
+            bm25_bytes: self.bm25.memory_bytes(),
+            dim: self.config.dim,
+            metric: self.config.metric.name(),
+            kernel: crate::distance::kernel_name(),
+        }
+    }
+
+    fn check_search(&self, text: Option<&str>, vector: Option<&[f32]>, p: &SearchParams) -> Result<()> {
+        let bad = |m: String| Err(EngineError::InvalidArgument(m));
+        if p.k == 0 {
+            return bad("k must be at least 1".into());
+        }
+        if p.ef == 0 {
+            return bad("ef must be at least 1".into());
+        }
+        if p.window == Some(0) {
+            return bad("window must be at least 1".into());
+        }
+        let f = &p.fusion;
+        if !(f.rrf_k.is_finite() && f.rrf_k >= 0.0) {
+            return bad(format!("rrf_k={} must be a finite number >= 0", f.rrf_k));
+        }
+        if ![f.weights.0, f.weights.1, f.decay_weight, f.importance_weight]
+            .iter()
+            .all(|w| w.is_finite())
+        {
+            return bad("weights must be finite numbers".into());
+        }
+        if f.half_life.is_some_and(|h| !(h.is_finite() && h > 0.0)) {
+            return bad("half_life must be a positive number of microseconds".into());
+        }
+        p.filter.validate()?;
+        match (p.mode, text, vector) {
+            (Mode::Bm25, None, _) => bad("mode \"bm25\" needs a query text".into()),
+            (Mode::Vector, _, None) => bad("mode \"vector\" needs a query vector".into()),
+            (Mode::Hybrid, None, None) => bad("a search needs a query text, a vector or both".into()),
+            _ => Ok(()),
+        }?;
+        if let Some(v) = vector {
+            if v.len() != self.config.dim {
+                return Err(EngineError::Dimension { expected: self.config.dim, got: v.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole hot path: both legs with the filter applied inside them, then fusion.
+    pub fn search(&self, text: Option<&str>, vector: Option<&[f32]>, p: &SearchParams) -> Result<SearchResult> {
+        self.check_search(text, vector, p)?;
+        let query_vec = match vector {
+            Some(v) if p.mode != Mode::Bm25 => Some(prepare_vector(self.config.metric, v, 0)?),
+            _ => None,
+        };
+        let Some(filter) = Resolved::new(&self.records, &p.filter) else {
+            return Ok(SearchResult { hits: Vec::new(), plan: Plan::None });
+        };
+        let use_text = text.filter(|_| p.mode != Mode::Vector);
+        let both = use_text.is_some() && query_vec.is_some();
+        let window = p.window.unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
+
+        let bm25_hits = match use_text {
+            Some(t) => {
+                let terms = self.tokenizer.tokenize(t);
+                let ids = &self.records.ids;
+                self.bm25.search(
+                    &terms,
+                    window,
+                    p.min_bm25.unwrap_or(f32::MIN),
+                    |s| filter.allows(s),
+                    |s| ids[s as usize],
+                )
+            }
+            None => Vec::new(),
+        };
+        let (mut vec_hits, plan) = match &query_vec {
+            Some(q) => self.vector_leg(q, window, p.ef, &filter),
+            None => (Vec::new(), Plan::None),
+        };
+        if let Some(floor) = p.min_cosine {
+            vec_hits.retain(|&(sim, _)| sim >= floor);
+        }
+        let hits = fuse(&bm25_hits, &vec_hits, &p.fusion, p.k, &self.records);
+        Ok(SearchResult { hits, plan })
+    }
+
+    /// Vector leg with its planner: exact scan when few records match the filter, otherwise
+    /// the graph with the filter checked during traversal, completed by an exact scan if the
+    /// graph could not find enough allowed records.
+    fn vector_leg(&self, q: &[f32], window: usize, ef: usize, filter: &Resolved) -> (Vec<(f32, u32)>, Plan) {
+        if self.hnsw.is_empty() {
+            return (Vec::new(), Plan::None);
+        }
+        let ef = ef.max(window);
+        if !filter.restricts() {
+            let allow = |s: u32| filter.allows(s);
+            return (self.hnsw.search(q, window, ef, Some(&allow)), Plan::Graph);
+        }
+        let threshold = self.config.exact_threshold;
+        if filter.estimate(threshold) <= threshold {
+            return (self.hnsw.exact(q, window, filter.matching()), Plan::Exact);
+        }
+        let allow = |s: u32| filter.allows(s);
+        let hits = self.hnsw.search(q, window, ef, Some(&allow));
+        if hits.len() >= window {
+            return (hits, Plan::Graph);
+        }
+        (self.hnsw.exact(q, window, filter.matching()), Plan::GraphThenExact)
+    }
+}

@@ -1,0 +1,394 @@
+//! `HybridIndex`, `Hits` and `StoredRecord` for Python. State sits behind `Arc<RwLock<…>>`;
+//! every long call releases the GIL, so searches from many threads run while one thread writes.
+
+use std::sync::Arc;
+
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use trimem_engine::{
+    Batch, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode, SearchParams,
+    Tokenizer, TokenizerOptions,
+};
+
+use super::convert;
+use super::errors::{error, to_py_err, INVALID_ARGUMENT};
+
+/// A hybrid BM25 + HNSW index with time, namespace and session filters.
+///
+/// >>> import numpy as np, trimem
+/// >>> idx = trimem.HybridIndex(dim=4)
+/// >>> idx.add(ids=[1, 2], texts=["node on 8080", "nginx on 443"],
+/// ...         vectors=np.eye(4, dtype=np.float32)[:2], timestamps=[0, 1], namespaces=["u1", "u1"])
+/// >>> idx.search(text="8080", namespace="u1", k=1).ids.tolist()
+/// [1]
+#[pyclass(frozen, module = "trimem._core")]
+pub struct HybridIndex {
+    inner: Arc<RwLock<Engine>>,
+    config: IndexConfig,
+    tokenizer: Tokenizer,
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+#[pymethods]
+impl HybridIndex {
+    #[new]
+    #[pyo3(signature = (dim, *, metric = "cosine", m = 16, ef_construction = 200, stem = false,
+                        stopwords = false, k1 = 1.2, b = 0.75, seed = 42, max_text_bytes = 1 << 20,
+                        threads = 0, exact_threshold = 2000))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dim: usize,
+        metric: &str,
+        m: usize,
+        ef_construction: usize,
+        stem: bool,
+        stopwords: bool,
+        k1: f32,
+        b: f32,
+        seed: u64,
+        max_text_bytes: usize,
+        threads: usize,
+        exact_threshold: usize,
+    ) -> PyResult<Self> {
+        let config = IndexConfig {
+            dim,
+            metric: Metric::parse(metric).map_err(to_py_err)?,
+            m,
+            ef_construction,
+            tokenizer: TokenizerOptions { stem, stopwords },
+            bm25: trimem_engine::bm25::Bm25Params { k1, b },
+            seed,
+            max_text_bytes,
+            threads,
+            exact_threshold,
+        };
+        let engine = Engine::new(config.clone()).map_err(to_py_err)?;
+        Ok(HybridIndex {
+            tokenizer: Tokenizer::new(config.tokenizer),
+            inner: Arc::new(RwLock::new(engine)),
+            config,
+        })
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.config.dim
+    }
+
+    #[getter]
+    fn metric(&self) -> &'static str {
+        self.config.metric.name()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.read().len()
+    }
+
+    fn __contains__(&self, id: u64) -> bool {
+        self.inner.read().contains(id)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "HybridIndex(dim={}, metric={:?}, m={}, ef_construction={}, records={})",
+            self.config.dim,
+            self.config.metric.name(),
+            self.config.m,
+            self.config.ef_construction,
+            self.inner.read().len()
+        )
+    }
+
+    /// Adds records; all-or-nothing. An existing id raises `DuplicateIdError` unless `upsert`.
+    #[pyo3(signature = (ids, texts, timestamps, namespaces, vectors = None, *, sessions = None,
+                        payloads = None, importance = None, upsert = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        texts: &Bound<'_, PyAny>,
+        timestamps: &Bound<'_, PyAny>,
+        namespaces: &Bound<'_, PyAny>,
+        vectors: Option<&Bound<'_, PyAny>>,
+        sessions: Option<Vec<Option<String>>>,
+        payloads: Option<Vec<Vec<u8>>>,
+        importance: Option<&Bound<'_, PyAny>>,
+        upsert: bool,
+    ) -> PyResult<()> {
+        let ids = convert::ids(ids)?;
+        let texts = convert::strings(texts, "texts")?;
+        let timestamps = convert::timestamps(timestamps)?;
+        let namespaces = convert::strings(namespaces, "namespaces")?;
+        let importance = importance.map(|i| convert::floats(i, "importance")).transpose()?;
+        let vectors = vectors.map(|v| convert::vectors_2d(v, self.config.dim)).transpose()?;
+        let vec_slice: Option<std::borrow::Cow<[f32]>> = match &vectors {
+            Some(v) => Some(match v.as_slice() {
+                Ok(s) => std::borrow::Cow::Borrowed(s),
+                Err(_) => std::borrow::Cow::Owned(v.as_array().iter().copied().collect()),
+            }),
+            None => None,
+        };
+        if let Some(v) = &vectors {
+            if v.shape()[0] != ids.len() {
+                return Err(error(py, INVALID_ARGUMENT, format!(
+                    "length mismatch: vectors has {} rows but ids has {}", v.shape()[0], ids.len()
+                )));
+            }
+        }
+        let batch = Batch {
+            ids: &ids,
+            texts: &texts,
+            vectors: vec_slice.as_deref(),
+            timestamps: &timestamps,
+            namespaces: &namespaces,
+            sessions: sessions.as_deref(),
+            payloads: payloads.as_deref(),
+            importance: importance.as_deref(),
+        };
+        let (config, tokenizer, inner) = (&self.config, &self.tokenizer, &self.inner);
+        py.detach(|| {
+            let prepared = trimem_engine::Prepared::new(config, tokenizer, &batch, upsert)?;
+            inner.write().apply(prepared)
+        })
+        .map_err(to_py_err)
+    }
+
+    /// Deletes records by id and returns how many went. Unknown ids raise `UnknownIdError`
+    /// (and nothing is deleted) unless `missing_ok`.
+    #[pyo3(signature = (ids, *, missing_ok = false))]
+    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, missing_ok: bool) -> PyResult<usize> {
+        let ids = convert::ids(ids)?;
+        let inner = &self.inner;
+        py.detach(|| inner.write().delete(&ids, missing_ok)).map_err(to_py_err)
+    }
+
+    /// Sets the importance of existing records (used by the importance term of `search`).
+    fn set_importance(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ids = convert::ids(ids)?;
+        let values = convert::floats(values, "values")?;
+        let inner = &self.inner;
+        py.detach(|| inner.write().set_importance(&ids, &values)).map_err(to_py_err)
+    }
+
+    /// The stored record, or `None` (vectors come back normalised under the cosine metric).
+    fn get(&self, id: u64) -> Option<StoredRecord> {
+        self.inner.read().get(id).map(StoredRecord::from)
+    }
+
+    /// Records for many ids at once, `None` where an id is unknown.
+    fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<Option<StoredRecord>>> {
+        let ids = convert::ids(ids)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| {
+            let g = inner.read();
+            ids.iter().map(|&id| g.get(id).map(StoredRecord::from)).collect()
+        }))
+    }
+
+    /// All ids, as a uint64 array.
+    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+        let ids = self.inner.read().ids();
+        PyArray1::from_vec(py, ids)
+    }
+
+    /// Lucene BM25 score of record `id` for `text` (0 when no term matches).
+    fn bm25_score(&self, text: &str, id: u64) -> PyResult<f32> {
+        self.inner.read().bm25_score(text, id).map_err(to_py_err)
+    }
+
+    /// Number of live records containing `term` (a token as `tokenize` returns it).
+    fn doc_freq(&self, term: &str) -> usize {
+        self.inner.read().doc_freq(term)
+    }
+
+    /// Counts, tombstones and bytes used.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.read().stats();
+        let d = PyDict::new(py);
+        d.set_item("records", s.records)?;
+        d.set_item("vectors", s.vectors)?;
+        d.set_item("tombstones", s.free_slots)?;
+        d.set_item("namespaces", s.namespaces)?;
+        d.set_item("vocabulary", s.vocabulary)?;
+        d.set_item("avgdl", s.avgdl)?;
+        d.set_item("text_bytes", s.text_bytes)?;
+        d.set_item("payload_bytes", s.payload_bytes)?;
+        d.set_item("vector_index_bytes", s.vector_index_bytes)?;
+        d.set_item("bm25_bytes", s.bm25_bytes)?;
+        d.set_item("bytes", s.text_bytes + s.payload_bytes + s.vector_index_bytes + s.bm25_bytes)?;
+        d.set_item("dim", s.dim)?;
+        d.set_item("metric", s.metric)?;
+        d.set_item("simd", s.kernel)?;
+        Ok(d)
+    }
+
+    /// Hybrid search in one call with the GIL released. See the README for every parameter.
+    #[pyo3(signature = (text = None, vector = None, *, k = 10, time_range = None, namespace = None,
+                        session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = (1.0, 1.0),
+                        window = None, min_bm25 = None, min_cosine = None, half_life = None, now = None,
+                        decay_weight = 0.005, importance_weight = 0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &self,
+        py: Python<'_>,
+        text: Option<&str>,
+        vector: Option<&Bound<'_, PyAny>>,
+        k: i64,
+        time_range: Option<(i64, i64)>,
+        namespace: Option<String>,
+        session: Option<String>,
+        mode: &str,
+        ef: i64,
+        rrf_k: f32,
+        weights: (f32, f32),
+        window: Option<i64>,
+        min_bm25: Option<f32>,
+        min_cosine: Option<f32>,
+        half_life: Option<f64>,
+        now: Option<i64>,
+        decay_weight: f32,
+        importance_weight: f32,
+    ) -> PyResult<Hits> {
+        let positive = |name: &str, v: i64| -> PyResult<usize> {
+            if v <= 0 {
+                Err(error(py, INVALID_ARGUMENT, format!("{name} must be at least 1, got {v}")))
+            } else {
+                Ok(v as usize)
+            }
+        };
+        let params = SearchParams {
+            k: positive("k", k)?,
+            mode: Mode::parse(mode).map_err(to_py_err)?,
+            ef: positive("ef", ef)?,
+            window: window.map(|w| positive("window", w)).transpose()?,
+            fusion: FusionParams {
+                rrf_k,
+                weights,
+                half_life,
+                now: now.unwrap_or_else(now_micros),
+                decay_weight,
+                importance_weight,
+            },
+            min_bm25,
+            min_cosine,
+            filter: Filter { time_range, namespace, session },
+        };
+        let vector = vector.map(convert::vector_1d).transpose()?;
+        let inner = &self.inner;
+        let result = py
+            .detach(|| inner.read().search(text, vector.as_deref(), &params))
+            .map_err(to_py_err)?;
+        Ok(Hits::new(py, result))
+    }
+}
+
+/// Search results, best first, as parallel numpy arrays.
+#[pyclass(frozen, module = "trimem._core")]
+pub struct Hits {
+    #[pyo3(get)]
+    ids: Py<PyArray1<u64>>,
+    /// Final scores (fused relevance plus any decay and importance terms).
+    #[pyo3(get)]
+    scores: Py<PyArray1<f32>>,
+    /// Raw BM25 scores, NaN where the BM25 leg did not return the record.
+    #[pyo3(get)]
+    bm25_scores: Py<PyArray1<f32>>,
+    /// Similarities (cosine, or inner product), NaN where the vector leg missed the record.
+    #[pyo3(get)]
+    vector_scores: Py<PyArray1<f32>>,
+    /// 1-based ranks in the BM25 leg, 0 where absent.
+    #[pyo3(get)]
+    bm25_ranks: Py<PyArray1<u32>>,
+    #[pyo3(get)]
+    vector_ranks: Py<PyArray1<u32>>,
+    /// Decay factors 0.5^(age / half_life) (1 when decay is off).
+    #[pyo3(get)]
+    decay: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    importance: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    timestamps: Py<PyArray1<i64>>,
+    /// Which path the vector leg took: "graph", "exact", "graph+exact" or "none".
+    #[pyo3(get)]
+    plan: &'static str,
+    len: usize,
+}
+
+impl Hits {
+    fn new(py: Python<'_>, r: trimem_engine::SearchResult) -> Self {
+        let h = &r.hits;
+        let col = |f: &dyn Fn(&trimem_engine::Hit) -> f32| -> Py<PyArray1<f32>> {
+            h.iter().map(f).collect::<Vec<f32>>().to_pyarray(py).unbind()
+        };
+        Hits {
+            ids: h.iter().map(|x| x.id).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            scores: col(&|x| x.score),
+            bm25_scores: col(&|x| x.bm25.map_or(f32::NAN, |b| b.1)),
+            vector_scores: col(&|x| x.vector.map_or(f32::NAN, |v| v.1)),
+            bm25_ranks: h.iter().map(|x| x.bm25.map_or(0, |b| b.0)).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            vector_ranks: h.iter().map(|x| x.vector.map_or(0, |v| v.0)).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            decay: col(&|x| x.decay),
+            importance: col(&|x| x.importance),
+            timestamps: h.iter().map(|x| x.timestamp).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            plan: r.plan.name(),
+            len: h.len(),
+        }
+    }
+}
+
+#[pymethods]
+impl Hits {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("Hits(ids={:?}, plan={:?})", self.ids.bind(py).to_vec().unwrap_or_default(), self.plan)
+    }
+}
+
+/// One stored record.
+#[pyclass(frozen, get_all, module = "trimem._core")]
+pub struct StoredRecord {
+    id: u64,
+    namespace: String,
+    session: Option<String>,
+    timestamp: i64,
+    text: String,
+    payload: Py<PyBytes>,
+    importance: f32,
+    vector: Option<Py<PyArray1<f32>>>,
+}
+
+impl From<trimem_engine::Record> for StoredRecord {
+    fn from(r: trimem_engine::Record) -> Self {
+        Python::attach(|py| StoredRecord {
+            id: r.id,
+            namespace: r.namespace,
+            session: r.session,
+            timestamp: r.timestamp,
+            text: r.text,
+            payload: PyBytes::new(py, &r.payload).unbind(),
+            importance: r.importance,
+            vector: r.vector.map(|v| PyArray1::from_vec(py, v).unbind()),
+        })
+    }
+}
+
+#[pymethods]
+impl StoredRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "StoredRecord(id={}, namespace={:?}, timestamp={}, text={:?})",
+            self.id, self.namespace, self.timestamp, self.text
+        )
+    }
+}

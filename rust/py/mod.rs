@@ -1,0 +1,43 @@
+//! Python bindings: argument conversion, GIL release and result packing. No engine logic.
+
+use pyo3::prelude::*;
+
+mod convert;
+mod errors;
+mod index;
+
+/// `"release"` or `"debug"`: how this extension was compiled (never benchmark a debug build).
+#[pyfunction]
+fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+/// The dot-product kernel this CPU uses (`"avx2+fma"` or `"portable"`).
+#[pyfunction]
+fn simd_kernel() -> &'static str {
+    trimem_engine::distance::kernel_name()
+}
+
+/// Terms of `text` as the index sees them.
+#[pyfunction]
+#[pyo3(signature = (text, *, stem = false, stopwords = false))]
+fn tokenize(py: Python<'_>, text: &str, stem: bool, stopwords: bool) -> Vec<String> {
+    let tokenizer = trimem_engine::Tokenizer::new(trimem_engine::TokenizerOptions { stem, stopwords });
+    py.detach(|| tokenizer.tokenize(text))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(build_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(simd_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_class::<index::HybridIndex>()?;
+    m.add_class::<index::Hits>()?;
+    m.add_class::<index::StoredRecord>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
