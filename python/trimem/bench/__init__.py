@@ -1,0 +1,1 @@
+"""Benchmarks and evaluation: seeded datasets and same-run comparisons with peer libraries."""
