@@ -82,7 +82,7 @@ pub fn to_py_err(e: EngineError) -> PyErr {
         Dimension { .. } => DIMENSION,
         NonFinite { .. } | ZeroVector { .. } => INVALID_VECTOR,
         LengthMismatch { .. } | InvalidArgument(_) => INVALID_ARGUMENT,
-        DuplicateId(_) => DUPLICATE_ID,
+        DuplicateId(_) | DuplicateInBatch { .. } => DUPLICATE_ID,
         UnknownId(_) => UNKNOWN_ID,
         InvalidTimeRange { .. } => INVALID_TIME_RANGE,
         InvalidName { .. } => INVALID_NAME,

@@ -40,8 +40,8 @@ fn now_micros() -> i64 {
 impl HybridIndex {
     #[new]
     #[pyo3(signature = (dim, *, metric = "cosine", m = 16, ef_construction = 200, stem = false,
-                        stopwords = false, k1 = 1.2, b = 0.75, seed = 42, max_text_bytes = 1 << 20,
-                        threads = 0, exact_threshold = 2000))]
+                        stopwords = false, k1 = 1.2, b = 0.75, seed = 42, max_text_bytes = 1_048_576,
+                        threads = 0, exact_threshold = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
@@ -91,8 +91,8 @@ impl HybridIndex {
         self.inner.read().len()
     }
 
-    fn __contains__(&self, id: u64) -> bool {
-        self.inner.read().contains(id)
+    fn __contains__(&self, key: u64) -> bool {
+        self.inner.read().contains(key)
     }
 
     fn __repr__(&self) -> String {
@@ -232,7 +232,7 @@ impl HybridIndex {
 
     /// Hybrid search in one call with the GIL released. See the README for every parameter.
     #[pyo3(signature = (text = None, vector = None, *, k = 10, time_range = None, namespace = None,
-                        session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = (1.0, 1.0),
+                        session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = None,
                         window = None, min_bm25 = None, min_cosine = None, half_life = None, now = None,
                         decay_weight = 0.005, importance_weight = 0.0))]
     #[allow(clippy::too_many_arguments)]
@@ -248,7 +248,7 @@ impl HybridIndex {
         mode: &str,
         ef: i64,
         rrf_k: f32,
-        weights: (f32, f32),
+        weights: Option<(f32, f32)>,
         window: Option<i64>,
         min_bm25: Option<f32>,
         min_cosine: Option<f32>,
@@ -271,7 +271,7 @@ impl HybridIndex {
             window: window.map(|w| positive("window", w)).transpose()?,
             fusion: FusionParams {
                 rrf_k,
-                weights,
+                weights: weights.unwrap_or((1.0, 1.0)),
                 half_life,
                 now: now.unwrap_or_else(now_micros),
                 decay_weight,

@@ -14,6 +14,8 @@ pub enum EngineError {
     LengthMismatch { what: &'static str, expected: usize, got: usize },
     /// An id that already exists was added without `upsert`.
     DuplicateId(u64),
+    /// The same id twice in one batch.
+    DuplicateInBatch { id: u64, row: usize },
     /// An id that does not exist was asked for.
     UnknownId(u64),
     /// A time range whose start is after its end.
@@ -48,6 +50,10 @@ impl fmt::Display for EngineError {
             DuplicateId(id) => write!(
                 f,
                 "id {id} already exists; delete it first or pass upsert=True to replace it"
+            ),
+            DuplicateInBatch { id, row } => write!(
+                f,
+                "id {id} appears twice in the batch (second time at row {row}); ids must be unique"
             ),
             UnknownId(id) => write!(f, "id {id} is not in the index"),
             InvalidTimeRange { lo, hi } => write!(

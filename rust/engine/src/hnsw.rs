@@ -114,6 +114,14 @@ impl Hnsw {
         self.levels.get(slot as usize).is_some_and(|&l| l >= 0)
     }
 
+    /// Whether `slot` is in the graph at `level`. Links are checked with this, not assumed:
+    /// a neighbour that linked one way to a deleted slot may now point at a reused slot
+    /// with fewer levels.
+    #[inline(always)]
+    fn at_level(&self, slot: u32, level: usize) -> bool {
+        self.levels.get(slot as usize).is_some_and(|&l| l as isize >= level as isize)
+    }
+
     pub fn vector(&self, slot: u32) -> &[f32] {
         let s = slot as usize * self.dim;
         &self.vectors[s..s + self.dim]
@@ -256,7 +264,8 @@ impl Hnsw {
         }
         ep = cur.slot;
         for l in (0..=level.min(top)).rev() {
-            let found = self.search_layer(&q, &[ep], self.ef_construction, l, vl, None::<&fn(u32) -> bool>);
+            let found =
+                self.search_layer(&q, &[ep], self.ef_construction, l, vl, None::<&fn(u32) -> bool>, false);
             let mut sorted = found.into_sorted_vec();
             sorted.retain(|c| c.slot != slot);
             let chosen = self.select_heuristic(&sorted, self.m);
@@ -281,7 +290,7 @@ impl Hnsw {
     /// Adds `new` to `node`'s list at `level`, pruning with the heuristic when full.
     fn add_link(&self, node: u32, new: u32, dist: f32, level: usize) {
         let _lock = self.locks[node as usize].lock();
-        if (self.levels[node as usize] as isize) < level as isize {
+        if !self.at_level(node, level) {
             return;
         }
         let max = self.max_links(level);
@@ -298,7 +307,7 @@ impl Hnsw {
         let base = self.vector(node);
         let mut cands: Vec<Scored> = cur
             .iter()
-            .filter(|&&n| self.contains(n))
+            .filter(|&&n| self.at_level(n, level))
             .map(|&n| Scored { dist: self.dist(base, n), slot: n })
             .collect();
         cands.push(Scored { dist, slot: new });
@@ -331,7 +340,7 @@ impl Hnsw {
             let mut changed = false;
             self.read_links(cur.slot, level, buf);
             for &n in buf.iter() {
-                if !self.contains(n) {
+                if !self.at_level(n, level) {
                     continue;
                 }
                 let d = self.dist(q, n);
@@ -348,6 +357,12 @@ impl Hnsw {
 
     /// Best-first search of one layer. Nodes failing `allow` still guide the walk but never
     /// enter the results, so a filtered search finds the nearest *allowed* nodes.
+    ///
+    /// With `two_hop`, a neighbour that fails the filter is not scored; its own neighbours that
+    /// pass are scored instead (ACORN-1's expansion). Under a selective filter this keeps the
+    /// walk inside the allowed subgraph and spends distance computations only on candidates
+    /// that can be returned.
+    #[allow(clippy::too_many_arguments)]
     fn search_layer<F: Fn(u32) -> bool>(
         &self,
         q: &[f32],
@@ -356,6 +371,7 @@ impl Hnsw {
         level: usize,
         vl: &mut VisitedList,
         allow: Option<&F>,
+        two_hop: bool,
     ) -> BinaryHeap<Scored> {
         let mut candidates: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(ef * 2);
         let mut results: BinaryHeap<Scored> = BinaryHeap::with_capacity(ef + 1);
@@ -372,23 +388,29 @@ impl Hnsw {
                 lower = results.peek().map_or(f32::INFINITY, |w| w.dist);
             }
         }
+        let two_hop = two_hop && allow.is_some();
         let mut buf = Vec::with_capacity(self.m0);
+        let mut hop = Vec::with_capacity(self.m0);
+        let mut batch: Vec<u32> = Vec::with_capacity(self.m0 * 2);
         while let Some(Reverse(c)) = candidates.pop() {
             if c.dist > lower && results.len() >= ef {
                 break;
             }
             self.read_links(c.slot, level, &mut buf);
-            if let Some(&first) = buf.first() {
-                prefetch(vl.tag_ptr(first));
+            batch.clear();
+            if two_hop {
+                self.gather_two_hop(&buf, level, vl, allow, &mut hop, &mut batch);
+            } else {
+                batch.extend(
+                    buf.iter().copied().filter(|&n| !vl.check_and_mark(n) && self.at_level(n, level)),
+                );
+            }
+            if let Some(&first) = batch.first() {
                 prefetch(self.vectors.as_ptr().wrapping_add(first as usize * self.dim));
             }
-            for (i, &n) in buf.iter().enumerate() {
-                if let Some(&next) = buf.get(i + 1) {
-                    prefetch(vl.tag_ptr(next));
+            for (i, &n) in batch.iter().enumerate() {
+                if let Some(&next) = batch.get(i + 1) {
                     prefetch(self.vectors.as_ptr().wrapping_add(next as usize * self.dim));
-                }
-                if vl.check_and_mark(n) || !self.contains(n) {
-                    continue;
                 }
                 let d = self.dist(q, n);
                 if results.len() < ef || d < lower {
@@ -406,6 +428,50 @@ impl Hnsw {
         results
     }
 
+    /// Up to `m0` allowed nodes around an expanded node: its allowed neighbours first, then the
+    /// allowed neighbours of its other neighbours, stopping as soon as the batch is full.
+    fn gather_two_hop<F: Fn(u32) -> bool>(
+        &self,
+        neighbours: &[u32],
+        level: usize,
+        vl: &mut VisitedList,
+        allow: Option<&F>,
+        hop: &mut Vec<u32>,
+        batch: &mut Vec<u32>,
+    ) {
+        let Some(f) = allow else { return };
+        let mut blocked: [u32; 256] = [0; 256];
+        let mut n_blocked = 0;
+        for &n in neighbours {
+            if vl.is_marked(n) || !self.at_level(n, level) {
+                continue;
+            }
+            if f(n) {
+                vl.check_and_mark(n);
+                batch.push(n);
+            } else if n_blocked < blocked.len() {
+                vl.check_and_mark(n);
+                blocked[n_blocked] = n;
+                n_blocked += 1;
+            }
+        }
+        for &n in &blocked[..n_blocked] {
+            if batch.len() >= self.m0 {
+                return;
+            }
+            self.read_links(n, level, hop);
+            for &nn in hop.iter() {
+                if batch.len() >= self.m0 {
+                    return;
+                }
+                if !vl.is_marked(nn) && self.at_level(nn, level) && f(nn) {
+                    vl.check_and_mark(nn);
+                    batch.push(nn);
+                }
+            }
+        }
+    }
+
     /// The `k` nearest allowed nodes, nearest first, as (similarity, slot).
     pub fn search<F: Fn(u32) -> bool>(
         &self,
@@ -413,6 +479,7 @@ impl Hnsw {
         k: usize,
         ef: usize,
         allow: Option<&F>,
+        two_hop: bool,
     ) -> Vec<(f32, u32)> {
         let (ep, top) = {
             let e = self.entry.lock();
@@ -427,29 +494,29 @@ impl Hnsw {
             cur = self.greedy(q, cur, l, &mut buf);
         }
         let mut vl = self.visited.get(self.capacity());
-        let found = self.search_layer(q, &[cur.slot], ef.max(k), 0, &mut vl, allow);
+        let found = self.search_layer(q, &[cur.slot], ef.max(k), 0, &mut vl, allow, two_hop);
         self.visited.put(vl);
         let mut sorted = found.into_sorted_vec();
         sorted.truncate(k);
         sorted.into_iter().map(|c| (1.0 - c.dist, c.slot)).collect()
     }
 
-    /// Exact top-`k` over the given slots, nearest first, as (similarity, slot).
-    pub fn exact(&self, q: &[f32], k: usize, slots: impl Iterator<Item = u32>) -> Vec<(f32, u32)> {
-        let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
+    /// Exact top-`k` over the given slots, best first, as (similarity, slot); ties go to the
+    /// lower `tie_key`.
+    pub fn exact(
+        &self,
+        q: &[f32],
+        k: usize,
+        slots: impl Iterator<Item = u32>,
+        tie_key: impl Fn(u32) -> u64,
+    ) -> Vec<(f32, u32)> {
+        let mut top = crate::topk::TopK::new(k);
         for s in slots {
-            if !self.contains(s) {
-                continue;
-            }
-            let c = Scored { dist: self.dist(q, s), slot: s };
-            if heap.len() < k {
-                heap.push(c);
-            } else if heap.peek().is_some_and(|w| c < *w) {
-                heap.pop();
-                heap.push(c);
+            if self.contains(s) {
+                top.push((self.dot)(q, self.vector(s)), tie_key(s), s);
             }
         }
-        heap.into_sorted_vec().into_iter().map(|c| (1.0 - c.dist, c.slot)).collect()
+        top.into_sorted()
     }
 
     /// Similarity of `q` to the vector at `slot`, if it has one.
@@ -470,7 +537,7 @@ impl Hnsw {
         for l in 0..=level {
             self.read_links(slot, l, &mut mine);
             for &n in &mine {
-                if !self.contains(n) || (self.levels[n as usize] as usize) < l {
+                if !self.at_level(n, l) {
                     continue;
                 }
                 self.read_links(n, l, &mut theirs);
@@ -482,7 +549,7 @@ impl Hnsw {
                     .iter()
                     .chain(mine.iter())
                     .copied()
-                    .filter(|&c| c != n && self.contains(c))
+                    .filter(|&c| c != n && self.at_level(c, l))
                     .map(|c| Scored { dist: self.dist(&base, c), slot: c })
                     .collect();
                 cands.sort_unstable();
@@ -552,8 +619,8 @@ mod tests {
     fn recall(h: &Hnsw, queries: &[Vec<f32>], n: usize, k: usize) -> f64 {
         let mut hit = 0;
         for q in queries {
-            let truth: Vec<u32> = h.exact(q, k, 0..n as u32).iter().map(|x| x.1).collect();
-            let got = h.search(q, k, 64, None::<&fn(u32) -> bool>);
+            let truth: Vec<u32> = h.exact(q, k, 0..n as u32, |s| s as u64).iter().map(|x| x.1).collect();
+            let got = h.search(q, k, 64, None::<&fn(u32) -> bool>, false);
             hit += got.iter().filter(|x| truth.contains(&x.1)).count();
         }
         hit as f64 / (queries.len() * k) as f64
@@ -578,7 +645,7 @@ mod tests {
         assert!(h.vector(0).iter().all(|&x| x == 0.0));
         let queries = unit_vectors(50, 32, 5);
         for q in &queries {
-            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>).iter().all(|x| x.1 % 2 == 1));
+            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>, false).iter().all(|x| x.1 % 2 == 1));
         }
         let r = recall(&h, &queries, 3000, 10);
         assert!(r >= 0.95, "recall after deleting half = {r}");
@@ -589,9 +656,11 @@ mod tests {
         let (h, _) = build(2000, 16, 1);
         let allow = |s: u32| s % 3 == 0;
         for q in unit_vectors(20, 16, 3) {
-            let got = h.search(&q, 10, 64, Some(&allow));
-            assert_eq!(got.len(), 10);
-            assert!(got.iter().all(|x| x.1 % 3 == 0));
+            for two_hop in [false, true] {
+                let got = h.search(&q, 10, 64, Some(&allow), two_hop);
+                assert_eq!(got.len(), 10);
+                assert!(got.iter().all(|x| x.1 % 3 == 0));
+            }
         }
     }
 }

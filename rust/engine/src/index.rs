@@ -69,7 +69,7 @@ impl Default for IndexConfig {
             seed: 42,
             max_text_bytes: 1 << 20,
             threads: 0,
-            exact_threshold: 2000,
+            exact_threshold: 1000,
         }
     }
 }
@@ -167,9 +167,7 @@ impl Prepared {
         let mut seen = HashSet::with_capacity(n);
         for (row, &id) in b.ids.iter().enumerate() {
             if !seen.insert(id) {
-                return Err(EngineError::InvalidArgument(format!(
-                    "id {id} appears twice in the batch (second time at row {row})"
-                )));
+                return Err(EngineError::DuplicateInBatch { id, row });
             }
             let text = &b.texts[row];
             if text.len() > config.max_text_bytes {
@@ -536,13 +534,17 @@ impl HybridIndex {
             Some(v) if p.mode != Mode::Bm25 => Some(prepare_vector(self.config.metric, v, 0)?),
             _ => None,
         };
-        let Some(filter) = Resolved::new(&self.records, &p.filter) else {
+        let Some(mut filter) = Resolved::new(&self.records, &p.filter) else {
             return Ok(SearchResult { hits: Vec::new(), plan: Plan::None });
         };
         let use_text = text.filter(|_| p.mode != Mode::Vector);
         let both = use_text.is_some() && query_vec.is_some();
         let window = p.window.unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
 
+        let plan = self.plan(&filter, query_vec.is_some());
+        if plan.two_hop && !plan.exact && query_vec.is_some() {
+            filter.materialize();
+        }
         let bm25_hits = match use_text {
             Some(t) => {
                 let terms = self.tokenizer.tokenize(t);
@@ -558,7 +560,7 @@ impl HybridIndex {
             None => Vec::new(),
         };
         let (mut vec_hits, plan) = match &query_vec {
-            Some(q) => self.vector_leg(q, window, p.ef, &filter),
+            Some(q) => self.vector_leg(q, window, p.ef, &filter, &plan),
             None => (Vec::new(), Plan::None),
         };
         if let Some(floor) = p.min_cosine {
@@ -568,27 +570,142 @@ impl HybridIndex {
         Ok(SearchResult { hits, plan })
     }
 
-    /// Vector leg with its planner: exact scan when few records match the filter, otherwise
-    /// the graph with the filter checked during traversal, completed by an exact scan if the
-    /// graph could not find enough allowed records.
-    fn vector_leg(&self, q: &[f32], window: usize, ef: usize, filter: &Resolved) -> (Vec<(f32, u32)>, Plan) {
+    fn plan(&self, filter: &Resolved, vector_leg: bool) -> LegPlan {
+        if !filter.restricts() {
+            return LegPlan { estimate: self.records.len(), exact: false, two_hop: false };
+        }
+        let threshold = self.config.exact_threshold;
+        let estimate = filter.estimate();
+        let exact = vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold;
+        LegPlan { estimate, exact, two_hop: estimate * 2 < self.records.len() }
+    }
+
+    /// Vector leg: exact scan when few records match the filter, otherwise the graph with the
+    /// filter checked during traversal (two-hop expansion when the filter is selective),
+    /// completed by an exact scan if the graph could not fill the window.
+    fn vector_leg(&self, q: &[f32], window: usize, ef: usize, filter: &Resolved, plan: &LegPlan) -> (Vec<(f32, u32)>, Plan) {
         if self.hnsw.is_empty() {
             return (Vec::new(), Plan::None);
         }
-        let ef = ef.max(window);
-        if !filter.restricts() {
-            let allow = |s: u32| filter.allows(s);
-            return (self.hnsw.search(q, window, ef, Some(&allow)), Plan::Graph);
-        }
-        let threshold = self.config.exact_threshold;
-        if filter.estimate(threshold) <= threshold {
-            return (self.hnsw.exact(q, window, filter.matching()), Plan::Exact);
+        if plan.exact {
+            return (self.exact(q, window, filter), Plan::Exact);
         }
         let allow = |s: u32| filter.allows(s);
-        let hits = self.hnsw.search(q, window, ef, Some(&allow));
-        if hits.len() >= window {
+        let mut ef = ef.max(window);
+        if plan.two_hop {
+            // A selective filter leaves fewer allowed nodes near the query; a wider beam keeps
+            // recall (√ growth, capped at 4×, measured on synthetic clustered data).
+            let share = plan.estimate.max(1) as f64 / self.records.len().max(1) as f64;
+            ef = (ef as f64 * (0.1 / share).sqrt().clamp(1.0, 4.0)) as usize;
+        }
+        let ids = &self.records.ids;
+        let mut hits = self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop);
+        // The graph orders ties by slot; results must not depend on insertion order.
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(ids[a.1 as usize].cmp(&ids[b.1 as usize])));
+        if hits.len() >= window || !filter.restricts() {
             return (hits, Plan::Graph);
         }
-        (self.hnsw.exact(q, window, filter.matching()), Plan::GraphThenExact)
+        (self.exact(q, window, filter), Plan::GraphThenExact)
+    }
+
+    fn exact(&self, q: &[f32], window: usize, filter: &Resolved) -> Vec<(f32, u32)> {
+        // Slot order reads the vectors front to back, which the hardware prefetcher likes.
+        let mut slots: Vec<u32> = filter.matching().collect();
+        slots.sort_unstable();
+        let ids = &self.records.ids;
+        self.hnsw.exact(q, window, slots.into_iter(), |s| ids[s as usize])
+    }
+}
+
+/// How one search runs its legs under its filter.
+struct LegPlan {
+    estimate: usize,
+    exact: bool,
+    two_hop: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n * dim)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    fn add(idx: &mut HybridIndex, ids: std::ops::Range<u64>, vecs: &[f32]) -> Result<()> {
+        let n = ids.end - ids.start;
+        let ids: Vec<u64> = ids.collect();
+        let texts = vec!["t".to_owned(); n as usize];
+        let ns = vec!["a".to_owned(); n as usize];
+        let ts = vec![0i64; n as usize];
+        idx.add(
+            &Batch {
+                ids: &ids,
+                texts: &texts,
+                vectors: Some(vecs),
+                timestamps: &ts,
+                namespaces: &ns,
+                sessions: None,
+                payloads: None,
+                importance: None,
+            },
+            false,
+        )
+    }
+
+    #[test]
+    fn freed_slots_are_reused_safely() {
+        let dim = 8;
+        let mut idx = HybridIndex::new(IndexConfig { dim, threads: 1, ..Default::default() }).unwrap();
+        let v = vectors(1500, dim, 3);
+        add(&mut idx, 0..1000, &v[..1000 * dim]).unwrap();
+        let odd: Vec<u64> = (0..1000).step_by(2).collect();
+        idx.delete(&odd, false).unwrap();
+        add(&mut idx, 1000..1500, &v[1000 * dim..]).unwrap();
+        assert_eq!(idx.len(), 1000);
+        let p = SearchParams { k: 1, mode: Mode::Vector, ..Default::default() };
+        for id in [1001u64, 1200, 1499] {
+            let q = &v[id as usize * dim..(id as usize + 1) * dim];
+            assert_eq!(idx.search(None, Some(q), &p).unwrap().hits[0].id, id);
+        }
+    }
+
+    #[test]
+    fn vector_ties_go_to_the_smaller_id() {
+        let mut idx = HybridIndex::new(IndexConfig { dim: 2, ..Default::default() }).unwrap();
+        for id in [50u64, 7, 30] {
+            add(&mut idx, id..id + 1, &[1.0, 0.0]).unwrap();
+        }
+        let p = SearchParams { k: 3, mode: Mode::Vector, ..Default::default() };
+        let hits = idx.search(None, Some(&[1.0, 0.0]), &p).unwrap().hits;
+        assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), [7, 30, 50]);
+    }
+
+    #[test]
+    fn duplicate_in_batch_changes_nothing() {
+        let mut idx = HybridIndex::new(IndexConfig { dim: 2, ..Default::default() }).unwrap();
+        let ids = [1u64, 2, 1];
+        let texts = vec!["x".to_owned(); 3];
+        let ns = vec!["a".to_owned(); 3];
+        let b = Batch {
+            ids: &ids,
+            texts: &texts,
+            vectors: None,
+            timestamps: &[0, 0, 0],
+            namespaces: &ns,
+            sessions: None,
+            payloads: None,
+            importance: None,
+        };
+        assert_eq!(idx.add(&b, false), Err(EngineError::DuplicateInBatch { id: 1, row: 2 }));
+        assert!(idx.is_empty());
     }
 }

@@ -26,6 +26,11 @@ impl VisitedList {
         }
     }
 
+    #[inline(always)]
+    pub fn is_marked(&self, slot: u32) -> bool {
+        self.tags[slot as usize] == self.current
+    }
+
     /// Marks `slot`; returns whether it was already marked in this search.
     #[inline(always)]
     pub fn check_and_mark(&mut self, slot: u32) -> bool {
@@ -33,11 +38,6 @@ impl VisitedList {
         let seen = *tag == self.current;
         *tag = self.current;
         seen
-    }
-
-    #[inline(always)]
-    pub fn tag_ptr(&self, slot: u32) -> *const u16 {
-        self.tags.as_ptr().wrapping_add(slot as usize)
     }
 }
 

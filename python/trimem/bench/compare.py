@@ -1,0 +1,504 @@
+"""Same-run speed and quality comparison of trimem's engine with its peers.
+
+Run it as ``python -m trimem bench`` (see ``--help``) or call :func:`run`.
+
+Method (DESIGN.md §6: the machine is small, shared and noisy, so compare *ratios from one run*):
+
+1. One seeded dataset (:func:`trimem.bench.datasets.make_dataset`) and, per query, one time window
+   holding ``window`` (10 %) of the records.
+2. Every system is built once (build seconds and the resident-memory growth are recorded;
+   systems sharing an index share its build).
+3. One untimed pass per system collects its results (for recall) and warms caches.
+4. ``repeats`` interleaved rounds: round r runs every system once over all queries, one query
+   per call, timed with ``time.perf_counter_ns``; the system order is rotated every round so
+   machine noise hits all systems alike. The garbage collector is paused while timing (as
+   ``timeit`` does). A system's p50/p99 is the median over rounds of that round's p50/p99.
+5. Recall@10 against exact answers computed here with numpy: brute-force cosine for vector
+   systems, Lucene BM25 over trimem's tokens for BM25 systems, and for hybrids the same RRF (k=60)
+   over exact top-50 legs; for windowed cases everything is restricted to the window first.
+   Ties are counted as correct (a hit is right when its exact score reaches the 10th best).
+   "short" is the share of queries returning fewer hits than the exact answer has (< k).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence, TextIO
+
+import numpy as np
+
+import trimem
+from trimem.bench import peers
+from trimem.bench.datasets import Dataset, make_dataset, time_window
+
+__all__ = ["QUICK", "FULL", "DebugBuildError", "run"]
+
+K = 10
+# --quick and the defaults: (n, dim, queries, repeats)
+QUICK = {"n": 20_000, "dim": 128, "queries": 100, "repeats": 3}
+FULL = {"n": 100_000, "dim": 384, "queries": 200, "repeats": 5}
+
+_K1, _B = 1.2, 0.75
+
+
+class DebugBuildError(RuntimeError):
+    """trimem's engine is a debug build; timing it would be meaningless."""
+
+
+# --------------------------------------------------------------------------
+# Exact answers
+# --------------------------------------------------------------------------
+
+
+class ExactBm25:
+    """Lucene BM25 (k1=1.2, b=0.75, exact lengths) over trimem's tokens, for ground truth."""
+
+    def __init__(self, doc_tokens: Sequence[Sequence[str]]) -> None:
+        n = len(doc_tokens)
+        self.n = n
+        self.vocab: dict[str, int] = {}
+        setdefault = self.vocab.setdefault
+        flat = np.fromiter(
+            (setdefault(t, len(self.vocab)) for doc in doc_tokens for t in doc), dtype=np.int64
+        )
+        lens = np.fromiter((len(doc) for doc in doc_tokens), dtype=np.int64, count=n)
+        docs = np.repeat(np.arange(n, dtype=np.int64), lens)
+        keys, tf = np.unique(flat * n + docs, return_counts=True)  # sorted by (term, doc)
+        term, self.docs = keys // n, keys % n
+        n_terms = len(self.vocab)
+        self.indptr = np.searchsorted(term, np.arange(n_terms + 1))
+        df = np.diff(self.indptr).astype(np.float64)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        avgdl = lens.sum() / max(n, 1)
+        tf = tf.astype(np.float64)
+        self.contrib = idf[term] * tf / (tf + _K1 * (1 - _B + _B * lens[self.docs] / avgdl))
+
+    def scores(self, query_tokens: Iterable[str]) -> np.ndarray:
+        s = np.zeros(self.n, dtype=np.float64)
+        for t in dict.fromkeys(query_tokens):  # distinct terms, as the engine scores them
+            tid = self.vocab.get(t)
+            if tid is not None:
+                a, b = self.indptr[tid], self.indptr[tid + 1]
+                s[self.docs[a:b]] += self.contrib[a:b]  # one posting per (term, doc)
+        return s
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Ids of the k best finite scores, best first, ties to the smaller id."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    part = np.argpartition(-scores, k - 1)[:k]
+    part = part[np.isfinite(scores[part])]
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def _fuse(legs: Sequence[np.ndarray], rrf_k: float = peers.RRF_K) -> dict[int, float]:
+    fused: dict[int, float] = {}
+    for leg in legs:
+        for rank, doc in enumerate(leg.tolist(), 1):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (rrf_k + rank)
+    return fused
+
+
+@dataclass
+class Tally:
+    """Recall and short-result counts of one system over the query set."""
+
+    recall_sum: float = 0.0
+    judged: int = 0
+    short: int = 0
+    queries: int = 0
+
+    def add(self, returned: Sequence[int], truth: np.ndarray, score_of: Any, tol: float,
+            k: int) -> None:
+        self.queries += 1
+        kk = len(truth)
+        ret = list(dict.fromkeys(int(x) for x in returned))[:k]
+        if len(ret) < kk:
+            self.short += 1
+        if kk == 0:
+            return
+        thr = score_of(int(truth[-1]))
+        slack = tol * max(1.0, abs(thr))
+        correct = sum(1 for d in ret if score_of(d) >= thr - slack)
+        self.recall_sum += min(correct, kk) / kk
+        self.judged += 1
+
+    @property
+    def recall(self) -> float | None:
+        return self.recall_sum / self.judged if self.judged else None
+
+    @property
+    def short_share(self) -> float | None:
+        return self.short / self.queries if self.queries else None
+
+
+def _evaluate(ds: Dataset, windows: list[tuple[int, int]], doc_tokens: list[list[str]],
+              systems: list[peers.System], answers: dict[str, list[list[int]]], k: int,
+              show_progress: bool) -> dict[str, Tally]:
+    """Recall@k and short-result share of every system against exact answers."""
+    bm25 = ExactBm25(doc_tokens)
+    x = ds.vectors
+    q_all = ds.query_vectors / np.linalg.norm(ds.query_vectors, axis=1, keepdims=True)
+    ts = ds.timestamps
+    tallies = {s.key: Tally() for s in systems}
+    nq = len(ds.query_texts)
+    chunk = max(1, min(64, (1 << 26) // max(len(ds), 1)))  # bound the (chunk, n) sims block
+    starts = range(0, nq, chunk)
+    for a in peers.progress(starts, total=len(starts), desc="exact answers",
+                            enabled=show_progress):
+        sims_block = q_all[a:a + chunk] @ x.T
+        for j, i in enumerate(range(a, min(a + chunk, nq))):
+            sims = sims_block[j].astype(np.float64)
+            lo, hi = windows[i]
+            mask = (ts >= lo) & (ts < hi)
+            bm = bm25.scores(trimem.tokenize(ds.query_texts[i]))
+            bm[bm <= 0] = -np.inf
+            sims_w = np.where(mask, sims, -np.inf)
+            bm_w = np.where(mask, bm, -np.inf)
+            vec_top = _top(sims, peers.LEG)
+            vec_top_w = _top(sims_w, peers.LEG)
+            bm_top = _top(bm, peers.LEG)
+            bm_top_w = _top(bm_w, peers.LEG)
+            truth: dict[tuple[str, bool], tuple[np.ndarray, Any, float]] = {
+                ("vector", False): (vec_top[:k], sims.__getitem__, 1e-5),
+                ("vector", True): (vec_top_w[:k], sims_w.__getitem__, 1e-5),
+                ("bm25", False): (bm_top[:k], bm.__getitem__, 1e-4),
+                ("bm25", True): (bm_top_w[:k], bm_w.__getitem__, 1e-4),
+            }
+            for filtered, legs in ((False, (bm_top, vec_top)), (True, (bm_top_w, vec_top_w))):
+                fused = _fuse(legs)
+                order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
+                truth[("hybrid", filtered)] = (
+                    np.asarray(order, dtype=np.int64),
+                    lambda d, f=fused: f.get(d, -np.inf),
+                    1e-6,
+                )
+            for s in systems:
+                top, score_of, tol = truth[(s.kind, s.filtered)]
+                tallies[s.key].add(answers[s.key][i], top, score_of, tol, k)
+    return tallies
+
+
+# --------------------------------------------------------------------------
+# Machine and versions
+# --------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "simd": trimem.simd_kernel(),
+        "build_profile": trimem.build_profile(),
+    }
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"trimem": trimem.__version__}
+    for pkg in ("numpy", "hnswlib", "bm25s", "tantivy", "numba"):
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+# --------------------------------------------------------------------------
+# Ratios
+# --------------------------------------------------------------------------
+
+
+def _ratio_specs(pct: str) -> list[tuple[str, str, list[str]]]:
+    """(label, trimem system, peers — the fastest available one by p50 is used)."""
+    return [
+        ("trimem vector / hnswlib", "trimem-vector", ["hnswlib"]),
+        (f"trimem vector {pct} window / hnswlib filter callback", "trimem-vector-window",
+         ["hnswlib-filter"]),
+        ("trimem bm25 / tantivy", "trimem-bm25", ["tantivy"]),
+        ("trimem bm25 / bm25s (numpy)", "trimem-bm25", ["bm25s"]),
+        ("trimem bm25 / bm25s (numba)", "trimem-bm25", ["bm25s-numba"]),
+        ("trimem bm25 / min(tantivy, bm25s)", "trimem-bm25", ["tantivy", "bm25s", "bm25s-numba"]),
+        ("trimem hybrid / hnswlib", "trimem-hybrid", ["hnswlib"]),
+        ("trimem hybrid / hand hybrid", "trimem-hybrid", ["hand-hybrid"]),
+        (f"trimem hybrid {pct} window / trimem hybrid", "trimem-hybrid-window", ["trimem-hybrid"]),
+        (f"trimem hybrid {pct} window / hand hybrid post-filter", "trimem-hybrid-window",
+         ["hand-hybrid-post"]),
+        (f"trimem hybrid {pct} window / hand hybrid pre-filter", "trimem-hybrid-window",
+         ["hand-hybrid-pre"]),
+    ]
+
+
+def _ratios(rows: dict[str, dict[str, Any]], pct: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for label, num, dens in _ratio_specs(pct):
+        have = [d for d in dens if d in rows]
+        if num not in rows or not have:
+            continue
+        den = min(have, key=lambda d: rows[d]["p50_ms"])
+        out[label] = {
+            "numerator": num,
+            "denominator": den,
+            "p50": rows[num]["p50_ms"] / rows[den]["p50_ms"],
+            "p99": rows[num]["p99_ms"] / rows[den]["p99_ms"],
+        }
+    return out
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "–" if v is None else format(v, spec)
+
+
+def _ms(v: float) -> str:
+    return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    cfg, mach = report["config"], report["machine"]
+    lines = [
+        f"trimem {report['versions']['trimem']} ({mach['build_profile']}, {mach['simd']}) on "
+        f"{mach['cpu']}, {mach['cores']} cores, Python {mach['python']}",
+        f"n={cfg['n']}, dim={cfg['dim']}, {cfg['queries']} queries, k={cfg['k']}, "
+        f"{cfg['repeats']} interleaved rounds, seed={cfg['seed']}, one query per call",
+        "",
+        "| system | case | n | p50 ms | p99 ms | recall@10 | build s | short-results % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["results"]:
+        lines.append(
+            f"| {r['system']} | {r['case']} | {r['n']} | {_ms(r['p50_ms'])} | {_ms(r['p99_ms'])}"
+            f" | {_fmt(r['recall_at_10'], '.3f')} | {r['build_s']:.1f} | "
+            f"{_fmt(None if r['short_results'] is None else 100 * r['short_results'], '.1f')} |"
+        )
+    if report["ratios"]:
+        lines += [
+            "",
+            "| ratio (trimem / peer; < 1 means trimem is faster) | p50 | p99 |",
+            "|---|---:|---:|",
+        ]
+        for label, v in report["ratios"].items():
+            den = v["denominator"]
+            extra = f" [{den}]" if "min(" in label else ""
+            lines.append(f"| {label}{extra} | {v['p50']:.2f} | {v['p99']:.2f} |")
+    notes = []
+    for r in report["results"]:
+        if r.get("plans"):
+            plans = ", ".join(f"{p} {100 * c / sum(r['plans'].values()):.0f}%"
+                              for p, c in sorted(r["plans"].items()))
+            notes.append(f"{r['key']}: plans {plans}")
+        if r.get("note"):
+            notes.append(f"{r['key']}: {r['note']}")
+    for s in report["skipped"]:
+        notes.append(f"skipped {s['key']}: {s['reason']}")
+    notes.append(
+        "build s: systems sharing an index report that one build (all trimem rows share one "
+        "HybridIndex; hand hybrids reuse the hnswlib and bm25s indexes; bm25s includes "
+        "tokenising with trimem.tokenize)"
+    )
+    notes.append(
+        "recall@10 is against exact numpy answers (cosine brute force; Lucene BM25 over trimem's "
+        "tokens; RRF k=60 of exact top-50 legs), restricted to the window for windowed cases; "
+        "tantivy tokenises differently and scales/quantises BM25, so its BM25 recall is < 1 by "
+        "design"
+    )
+    lines += ["", *(f"- {n}" for n in notes)]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Run
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Timing:
+    p50: list[float] = field(default_factory=list)
+    p99: list[float] = field(default_factory=list)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(
+    n: int | None = None,
+    dim: int | None = None,
+    *,
+    quick: bool = False,
+    systems: Sequence[str] | None = None,
+    repeats: int | None = None,
+    seed: int = 0,
+    json_path: str | os.PathLike[str] | None = None,
+    n_queries: int | None = None,
+    window: float = 0.1,
+    k: int = K,
+    threads: int = 0,
+    allow_debug: bool = False,
+    show_progress: bool = True,
+    out: TextIO | None = None,
+) -> dict[str, Any]:
+    """Build, time and judge every selected system; print markdown; return the report dict.
+
+    ``None`` for ``n``/``dim``/``n_queries``/``repeats`` means the ``--quick`` preset
+    (:data:`QUICK`) when ``quick`` else :data:`FULL`. Raises :class:`DebugBuildError` on a debug
+    build of the engine unless ``allow_debug``.
+    """
+    profile = trimem.build_profile()
+    if profile != "release" and not allow_debug:
+        raise DebugBuildError(
+            f"trimem's engine is a {profile} build: timings would be meaningless. Rebuild it in "
+            "release mode (e.g. `maturin develop --release`) or pass --allow-debug."
+        )
+    preset = QUICK if quick else FULL
+    n = preset["n"] if n is None else int(n)
+    dim = preset["dim"] if dim is None else int(dim)
+    n_queries = preset["queries"] if n_queries is None else int(n_queries)
+    repeats = preset["repeats"] if repeats is None else int(repeats)
+    if n < k or dim < 1 or n_queries < 1 or repeats < 1:
+        raise ValueError("need n >= k, dim >= 1, queries >= 1 and repeats >= 1")
+    if not 0.0 < window <= 1.0:
+        raise ValueError("window must be a fraction in (0, 1]")
+    out = sys.stdout if out is None else out
+    chosen = peers.make_systems(systems)
+    pct = f"{window:.0%}"
+
+    t0 = time.perf_counter()
+    _log(f"dataset: n={n}, dim={dim}, queries={n_queries}, seed={seed} ...")
+    ds = make_dataset(n, dim, seed=seed, n_queries=n_queries)
+    windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i)
+               for i in range(n_queries)]
+    _log(f"dataset ready in {time.perf_counter() - t0:.1f}s")
+    wl = peers.Workload(ds=ds, k=k, windows=windows, window_fraction=window,
+                        show_progress=show_progress, threads=threads)
+    shared = peers.Shared()
+
+    ready: list[peers.System] = []
+    skipped: list[dict[str, str]] = []
+    for s in chosen:
+        try:
+            s.build(wl, shared)
+        except peers.Skipped as exc:
+            skipped.append({"key": s.key, "reason": str(exc)})
+            _log(f"skip {s.key}: {exc}")
+            continue
+        except Exception as exc:  # a broken peer must not sink the whole comparison
+            traceback.print_exc(file=sys.stderr)
+            skipped.append({"key": s.key, "reason": f"build failed: {type(exc).__name__}: {exc}"})
+            continue
+        ready.append(s)
+    if not ready:
+        raise RuntimeError("no system could be built: " +
+                           "; ".join(f"{s['key']}: {s['reason']}" for s in skipped))
+
+    # Untimed pass: answers for recall, query plans, warm caches (and JITs).
+    answers: dict[str, list[list[int]]] = {}
+    plans: dict[str, dict[str, int]] = {}
+    for s in list(ready):
+        try:
+            answers[s.key] = [[int(x) for x in s.query(i)] for i in range(n_queries)]
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            skipped.append({"key": s.key, "reason": f"query failed: {type(exc).__name__}: {exc}"})
+            ready.remove(s)
+            continue
+        counts: dict[str, int] = {}
+        for i in range(n_queries):
+            p = s.plan(i)
+            if p is not None:
+                counts[p] = counts.get(p, 0) + 1
+        if counts:
+            plans[s.key] = counts
+
+    # Interleaved, rotated timing rounds.
+    timing = {s.key: _Timing() for s in ready}
+    lat = np.empty(n_queries, dtype=np.int64)
+    clock = time.perf_counter_ns
+    gc_was_enabled = gc.isenabled()
+    try:
+        for r in peers.progress(range(repeats), total=repeats, desc="timing rounds",
+                                enabled=show_progress):
+            rot = r % len(ready)
+            for s in ready[rot:] + ready[:rot]:
+                query = s.query
+                gc.collect()
+                gc.disable()
+                for i in range(n_queries):
+                    t = clock()
+                    query(i)
+                    lat[i] = clock() - t
+                if gc_was_enabled:
+                    gc.enable()
+                p50, p99 = np.percentile(lat, [50, 99]) / 1e6
+                timing[s.key].p50.append(float(p50))
+                timing[s.key].p99.append(float(p99))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+    tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
+
+    rows: dict[str, dict[str, Any]] = {}
+    for s in ready:
+        tl = tallies[s.key]
+        rows[s.key] = {
+            "key": s.key,
+            "system": s.label,
+            "case": s.case_label(window),
+            "n": n,
+            "dim": dim,
+            "p50_ms": float(np.median(timing[s.key].p50)),
+            "p99_ms": float(np.median(timing[s.key].p99)),
+            "recall_at_10": tl.recall,
+            "build_s": s.build_s,
+            "short_results": tl.short_share,
+            "build_rss_mb": s.rss_mb,
+            "rounds_p50_ms": timing[s.key].p50,
+            "rounds_p99_ms": timing[s.key].p99,
+            "plans": plans.get(s.key),
+            "note": s.note,
+        }
+    report = {
+        "machine": machine_info(),
+        "versions": versions(),
+        "config": {"n": n, "dim": dim, "queries": n_queries, "repeats": repeats, "seed": seed,
+                   "k": k, "window": window, "quick": quick},
+        "results": list(rows.values()),
+        "ratios": _ratios(rows, pct),
+        "skipped": skipped,
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    print(markdown(report), file=out, flush=True)
+    if json_path is not None:
+        path = Path(json_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        _log(f"wrote {path}")
+    return report

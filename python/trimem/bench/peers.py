@@ -1,0 +1,573 @@
+"""Thin, same-shaped adapters around trimem and its peers for :mod:`trimem.bench.compare`.
+
+Every system has ``build(workload, shared)`` (once) and ``query(i)`` (one query per call, from
+Python, returning the top-``k`` record ids best first), so the timing loop is identical for all.
+Query inputs (text, vector, time window) are prepared at build time; everything a user would have
+to do per query (tokenising, building a filter mask or callback, fusing) happens inside ``query``.
+
+Systems that share an index (all trimem rows use one ``HybridIndex``; the hand-assembled hybrids
+reuse the hnswlib and bm25s indexes) build it once through :class:`Shared`; their ``build_s`` is
+the time of the shared build(s) they use.
+
+A system whose package is missing raises :class:`Skipped` from ``build`` with the reason, so the
+comparison records it as skipped instead of failing.
+
+Fairness notes:
+
+- Vector indexes all use M=16, ef_construction=200, ef=64, cosine, all threads for building and one
+  thread per query.
+- bm25s is fed trimem's own tokens (``trimem.tokenize``, duplicates removed from the query as the
+  engine does), so its Lucene BM25 scores equal trimem's; the single-query path is the public
+  ``get_scores`` + ``argpartition`` (``retrieve`` adds per-call overhead for batching and tqdm).
+- tantivy uses its default tokenizer (it cannot take ours without pre-tokenised documents) and
+  a boolean OR of term queries built from its own analyser, i.e. plain BM25 over the query terms.
+- The hand-assembled hybrids take the top 50 from each leg, as trimem's default window for k=10.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import importlib.util
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+import trimem
+from trimem.bench.datasets import Dataset
+
+__all__ = [
+    "LEG",
+    "RRF_K",
+    "SYSTEMS",
+    "Shared",
+    "Skipped",
+    "System",
+    "Workload",
+    "make_systems",
+    "progress",
+    "rrf",
+]
+
+# Peer parameters shared with trimem (DESIGN.md §6).
+M, EF_CONSTRUCTION, EF = 16, 200, 64
+LEG = 50  # candidates per leg in the hand-assembled hybrids (= trimem's default window at k=10)
+RRF_K = 60.0
+_ADD_CHUNK = 10_000
+
+
+class Skipped(Exception):
+    """Raised by ``System.build`` when the system cannot run here (reason in ``str(exc)``)."""
+
+
+def progress(it: Iterable[Any], *, total: int | None = None, desc: str = "", enabled: bool = True
+             ) -> Iterator[Any]:
+    """tqdm on stderr when importable, else a few plain lines on stderr."""
+    if not enabled:
+        yield from it
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        yield from tqdm(it, total=total, desc=desc, file=sys.stderr, leave=False,
+                        dynamic_ncols=True)
+        return
+    print(f"{desc} ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    yield from it
+    print(f"{desc} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+
+
+def _rss_bytes() -> int:
+    """Current resident set size (Linux /proc), else the peak from getrusage."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _require(module: str, what: str | None = None) -> Any:
+    """Import ``module`` or raise :class:`Skipped` saying it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # includes ModuleNotFoundError
+        raise Skipped(f"{what or module} not importable ({exc})") from None
+
+
+def rrf(legs: Iterable[Iterable[int]], k: int, rrf_k: float = RRF_K) -> list[int]:
+    """Reciprocal rank fusion in Python: score = sum 1/(rrf_k + rank), rank from 1; top k ids."""
+    scores: dict[int, float] = {}
+    for leg in legs:
+        for rank, doc in enumerate(leg, 1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (rrf_k + rank)
+    return heapq.nlargest(k, scores, key=scores.__getitem__)
+
+
+# --------------------------------------------------------------------------
+# Workload and shared builds
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    """The dataset plus per-query inputs every system reads (prepared once, outside timing)."""
+
+    ds: Dataset
+    k: int
+    windows: list[tuple[int, int]]  # half-open [lo, hi) microsecond range per query
+    window_fraction: float
+    show_progress: bool = True
+    threads: int = 0  # build threads (0 = all cores)
+    _doc_tokens: list[list[str]] | None = field(default=None, repr=False)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.ds.query_texts)
+
+    def query_vector(self, i: int) -> np.ndarray:
+        return self.ds.query_vectors[i]
+
+    def doc_tokens(self) -> list[list[str]]:
+        """trimem's tokens of every record (what the engine indexes)."""
+        if self._doc_tokens is None:
+            tok = trimem.tokenize
+            texts = self.ds.texts
+            self._doc_tokens = [
+                tok(t) for t in progress(texts, total=len(texts), desc="tokenise (trimem)",
+                                         enabled=self.show_progress)
+            ]
+        return self._doc_tokens
+
+
+@dataclass
+class Built:
+    obj: Any
+    build_s: float
+    rss_mb: float
+
+
+class Shared:
+    """Builds each shared component (an index, the token lists) once and remembers its cost."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Built] = {}
+
+    def get(self, name: str, builder: Callable[[], Any]) -> Built:
+        b = self._built.get(name)
+        if b is None:
+            rss0 = _rss_bytes()
+            t0 = time.perf_counter()
+            obj = builder()
+            dt = time.perf_counter() - t0
+            b = self._built[name] = Built(obj, dt, max(_rss_bytes() - rss0, 0) / 2**20)
+        return b
+
+
+def _trimem_index(wl: Workload) -> Any:
+    ds = wl.ds
+    idx = trimem.HybridIndex(ds.dim, metric="cosine", m=M, ef_construction=EF_CONSTRUCTION,
+                             threads=wl.threads)
+    n = len(ds)
+    for a in progress(range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK),
+                      desc=f"build trimem ({n} records)", enabled=wl.show_progress):
+        b = min(a + _ADD_CHUNK, n)
+        idx.add(ids=ds.ids[a:b], texts=ds.texts[a:b], timestamps=ds.timestamps[a:b],
+                namespaces=ds.namespaces[a:b], vectors=ds.vectors[a:b])
+    return idx
+
+
+def _hnswlib_index(wl: Workload) -> Any:
+    hnswlib = _require("hnswlib")
+    ds = wl.ds
+    n = len(ds)
+    index = hnswlib.Index(space="cosine", dim=ds.dim)
+    index.init_index(max_elements=n, M=M, ef_construction=EF_CONSTRUCTION, random_seed=ds.seed)
+    threads = wl.threads if wl.threads > 0 else -1
+    for a in progress(range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK),
+                      desc=f"build hnswlib ({n} vectors)", enabled=wl.show_progress):
+        b = min(a + _ADD_CHUNK, n)
+        index.add_items(ds.vectors[a:b], ds.ids[a:b], num_threads=threads)
+    index.set_ef(EF)
+    return index
+
+
+def _bm25s_index(wl: Workload, backend: str) -> Any:
+    bm25s = _require("bm25s")
+    if backend == "numba" and importlib.util.find_spec("numba") is None:
+        raise Skipped("numba not importable (bm25s numba backend)")
+    tokens = wl.doc_tokens()
+    if wl.show_progress:
+        print(f"build bm25s ({backend}) ...", file=sys.stderr, flush=True)
+    retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75, backend=backend)
+    retriever.index(tokens, show_progress=False)
+    if backend == "numba":
+        # retrieve() is the numba backend's fast path; compile it now, not in the first query.
+        retriever.retrieve([tokens[0]], k=1, show_progress=False, n_threads=1)
+    return retriever
+
+
+def _tantivy_index(wl: Workload) -> Any:
+    tantivy = _require("tantivy")
+    ds = wl.ds
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("text", stored=False)
+    sb.add_unsigned_field("id", fast=True)
+    schema = sb.build()
+    index = tantivy.Index(schema)  # no path: in RAM
+    writer = index.writer(heap_size=256_000_000, num_threads=wl.threads)
+    Document = tantivy.Document
+    for i, text in progress(zip(ds.ids.tolist(), ds.texts), total=len(ds),
+                            desc=f"build tantivy ({len(ds)} docs)", enabled=wl.show_progress):
+        doc = Document()
+        doc.add_text("text", text)
+        doc.add_unsigned("id", i)
+        writer.add_document(doc)
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    return index, schema
+
+
+# --------------------------------------------------------------------------
+# Systems
+# --------------------------------------------------------------------------
+
+
+class System:
+    """One timed configuration. ``kind`` picks the ground truth, ``filtered`` the time window."""
+
+    key = ""
+    label = ""  # the "system" column
+    kind = "vector"  # "vector" | "bm25" | "hybrid"
+    filtered = False
+
+    def __init__(self) -> None:
+        self.build_s = 0.0
+        self.rss_mb = 0.0
+        self.note = ""
+
+    @property
+    def case(self) -> str:
+        return self.kind + (" (window)" if self.filtered else "")
+
+    def case_label(self, fraction: float) -> str:
+        return self.kind + (f", {fraction:.0%} window" if self.filtered else "")
+
+    def _use(self, shared: Shared, name: str, builder: Callable[[], Any]) -> Any:
+        b = shared.get(name, builder)
+        self.build_s += b.build_s
+        self.rss_mb += b.rss_mb
+        return b.obj
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        raise NotImplementedError
+
+    def query(self, i: int) -> Any:
+        """Top-k ids for query ``i``, best first (array or list of ints)."""
+        raise NotImplementedError
+
+    def plan(self, i: int) -> str | None:
+        """Query plan, for systems that report one (called outside timing)."""
+        return None
+
+
+# ---- trimem ---------------------------------------------------------------
+
+
+class _Trimem(System):
+    label = "trimem"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        self.idx = self._use(shared, "trimem", lambda: _trimem_index(wl))
+        self.search = self.idx.search
+        self.k = wl.k
+        self.texts = list(wl.ds.query_texts)
+        self.vectors = [wl.query_vector(i) for i in range(wl.n_queries)]
+        self.windows = list(wl.windows)
+
+    def _hits(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def query(self, i: int) -> Any:
+        return self._hits(i).ids
+
+    def plan(self, i: int) -> str | None:
+        return self._hits(i).plan
+
+
+class TrimemVector(_Trimem):
+    key, kind = "trimem-vector", "vector"
+
+    def _hits(self, i: int) -> Any:
+        return self.search(vector=self.vectors[i], k=self.k, mode="vector", ef=EF)
+
+
+class TrimemVectorWindow(_Trimem):
+    key, kind, filtered = "trimem-vector-window", "vector", True
+
+    def _hits(self, i: int) -> Any:
+        return self.search(vector=self.vectors[i], k=self.k, mode="vector", ef=EF,
+                           time_range=self.windows[i])
+
+
+class TrimemBm25(_Trimem):
+    key, kind = "trimem-bm25", "bm25"
+
+    def _hits(self, i: int) -> Any:
+        return self.search(text=self.texts[i], k=self.k, mode="bm25")
+
+
+class TrimemHybrid(_Trimem):
+    key, kind = "trimem-hybrid", "hybrid"
+
+    def _hits(self, i: int) -> Any:
+        return self.search(text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF,
+                           rrf_k=RRF_K)
+
+
+class TrimemHybridWindow(_Trimem):
+    key, kind, filtered = "trimem-hybrid-window", "hybrid", True
+
+    def _hits(self, i: int) -> Any:
+        return self.search(text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF,
+                           rrf_k=RRF_K, time_range=self.windows[i])
+
+
+# ---- hnswlib --------------------------------------------------------------
+
+
+class Hnswlib(System):
+    key, label, kind = "hnswlib", "hnswlib", "vector"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        self.index = self._use(shared, "hnswlib", lambda: _hnswlib_index(wl))
+        self.knn = self.index.knn_query
+        self.k = wl.k
+        self.vectors = [wl.query_vector(i) for i in range(wl.n_queries)]
+
+    def query(self, i: int) -> Any:
+        labels, _ = self.knn(self.vectors[i], k=self.k, num_threads=1)
+        return labels[0]
+
+
+class HnswlibFilter(Hnswlib):
+    """hnswlib with the time window checked in its Python ``filter=`` callback."""
+
+    key, label, filtered = "hnswlib-filter", "hnswlib (filter callback)", True
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        super().build(wl, shared)
+        self.ts = wl.ds.timestamps.tolist()  # Python ints: the callback reads one per node
+        self.windows = list(wl.windows)
+
+    def query(self, i: int) -> Any:
+        lo, hi = self.windows[i]
+        ts = self.ts
+        try:
+            labels, _ = self.knn(self.vectors[i], k=self.k, num_threads=1,
+                                 filter=lambda label: lo <= ts[label] < hi)
+        except RuntimeError:  # hnswlib raises when it finds fewer than k allowed points
+            return []
+        return labels[0]
+
+
+# ---- bm25s ----------------------------------------------------------------
+
+
+def _dedup(tokens: list[str]) -> list[str]:
+    return list(dict.fromkeys(tokens))
+
+
+class Bm25s(System):
+    key, label, kind = "bm25s", "bm25s (numpy)", "bm25"
+    backend = "numpy"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        _require("bm25s")
+        self._use(shared, "tokens", wl.doc_tokens)
+        self.retriever = self._use(shared, f"bm25s-{self.backend}",
+                                   lambda: _bm25s_index(wl, self.backend))
+        self.vocab = self.retriever.vocab_dict
+        self.scores_of = self.retriever.get_scores_from_ids
+        self.k = wl.k
+        self.texts = list(wl.ds.query_texts)
+        self.tokenize = trimem.tokenize
+
+    def _top(self, text: str, k: int, mask: np.ndarray | None = None) -> list[int]:
+        """The fastest honest single-query path: ids -> get_scores_from_ids -> argpartition."""
+        vocab = self.vocab
+        ids = [vocab[t] for t in _dedup(self.tokenize(text)) if t in vocab]
+        if not ids:
+            return []
+        scores = self.scores_of(ids, weight_mask=mask)
+        k = min(k, len(scores))
+        part = np.argpartition(scores, -k)[-k:]
+        top = part[np.argsort(-scores[part], kind="stable")]
+        return top[scores[top] > 0].tolist()  # BM25 returns matching documents only
+
+    def query(self, i: int) -> Any:
+        return self._top(self.texts[i], self.k)
+
+
+class Bm25sNumba(Bm25s):
+    """bm25s numba backend through its batched ``retrieve`` (one query per call, one thread)."""
+
+    key, label, backend = "bm25s-numba", "bm25s (numba)", "numba"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        if importlib.util.find_spec("numba") is None:
+            raise Skipped("numba not importable (bm25s numba backend)")
+        super().build(wl, shared)
+
+    def _top(self, text: str, k: int, mask: np.ndarray | None = None) -> list[int]:
+        vocab = self.vocab
+        ids = [vocab[t] for t in _dedup(self.tokenize(text)) if t in vocab]
+        if not ids:
+            return []
+        docs, scores = self.retriever.retrieve([ids], k=k, show_progress=False, n_threads=1,
+                                               weight_mask=mask)
+        return docs[0][scores[0] > 0].tolist()
+
+
+# ---- tantivy --------------------------------------------------------------
+
+
+class Tantivy(System):
+    key, label, kind = "tantivy", "tantivy (in RAM)", "bm25"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        tantivy = _require("tantivy")
+        self.index, schema = self._use(shared, "tantivy", lambda: _tantivy_index(wl))
+        self.searcher = self.index.searcher()
+        self.note = f"{self.searcher.num_segments} segment(s)"
+        # tantivy's "default" analyser: simple tokenizer, remove_long(40), lowercase.
+        self.analyzer = (
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase())
+            .build()
+        )
+        self.schema = schema
+        self.Query, self.Should = tantivy.Query, tantivy.Occur.Should
+        self.k = wl.k
+        self.texts = list(wl.ds.query_texts)
+
+    def query(self, i: int) -> Any:
+        terms = dict.fromkeys(self.analyzer.analyze(self.texts[i]))
+        if not terms:
+            return []
+        tq, schema, should = self.Query.term_query, self.schema, self.Should
+        q = self.Query.boolean_query([(should, tq(schema, "text", t)) for t in terms])
+        hits = self.searcher.search(q, self.k, count=False).hits
+        return self.searcher.fast_field_values("id", [addr for _, addr in hits])
+
+
+# ---- hand-assembled hybrids -----------------------------------------------
+
+
+class HandHybrid(System):
+    """hnswlib top-50 + bm25s top-50 + RRF (k=60) in Python."""
+
+    key, label, kind = "hand-hybrid", "hand hybrid", "hybrid"
+    mode = "plain"  # "plain" | "post" (post-filter the legs) | "pre" (filter inside both legs)
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        _require("hnswlib")
+        _require("bm25s")
+        backend = "numba" if importlib.util.find_spec("numba") is not None else "numpy"
+        self.vec = Hnswlib()
+        self.vec.build(wl, shared)
+        self.bm = Bm25sNumba() if backend == "numba" else Bm25s()
+        self.bm.build(wl, shared)
+        self.build_s = self.vec.build_s + self.bm.build_s
+        self.rss_mb = self.vec.rss_mb + self.bm.rss_mb
+        self.label = f"hand hybrid (hnswlib + bm25s {backend} + Python RRF)"
+        if self.mode == "post":
+            self.label = f"hand hybrid, post-filter (hnswlib + bm25s {backend})"
+        elif self.mode == "pre":
+            self.label = f"hand hybrid, pre-filter (hnswlib callback + bm25s {backend} mask)"
+        self.k = wl.k
+        self.ts_np = wl.ds.timestamps
+        self.ts = wl.ds.timestamps.tolist()
+        self.windows = list(wl.windows)
+
+    def query(self, i: int) -> Any:
+        bm_ids = self.bm._top(self.bm.texts[i], LEG)
+        labels, _ = self.vec.knn(self.vec.vectors[i], k=LEG, num_threads=1)
+        return rrf((bm_ids, labels[0].tolist()), self.k)
+
+
+class HandHybridPost(HandHybrid):
+    key, filtered, mode = "hand-hybrid-post", True, "post"
+
+    def query(self, i: int) -> Any:
+        lo, hi = self.windows[i]
+        ts = self.ts
+        bm_ids = [d for d in self.bm._top(self.bm.texts[i], LEG) if lo <= ts[d] < hi]
+        labels, _ = self.vec.knn(self.vec.vectors[i], k=LEG, num_threads=1)
+        vec_ids = [d for d in labels[0].tolist() if lo <= ts[d] < hi]
+        return rrf((bm_ids, vec_ids), self.k)
+
+
+class HandHybridPre(HandHybrid):
+    key, filtered, mode = "hand-hybrid-pre", True, "pre"
+
+    def query(self, i: int) -> Any:
+        lo, hi = self.windows[i]
+        ts = self.ts
+        ts_np = self.ts_np
+        mask = ((ts_np >= lo) & (ts_np < hi)).astype(np.float32)
+        bm_ids = self.bm._top(self.bm.texts[i], LEG, mask)
+        try:
+            labels, _ = self.vec.knn(self.vec.vectors[i], k=LEG, num_threads=1,
+                                     filter=lambda label: lo <= ts[label] < hi)
+            vec_ids = labels[0].tolist()
+        except RuntimeError:  # fewer than LEG allowed points found
+            vec_ids = []
+        return rrf((bm_ids, vec_ids), self.k)
+
+
+SYSTEMS: dict[str, type[System]] = {
+    cls.key: cls
+    for cls in (
+        TrimemVector, TrimemBm25, TrimemHybrid, TrimemHybridWindow, TrimemVectorWindow,
+        Hnswlib, HnswlibFilter, Bm25s, Bm25sNumba, Tantivy,
+        HandHybrid, HandHybridPost, HandHybridPre,
+    )
+}
+
+GROUPS: dict[str, list[str]] = {
+    "all": list(SYSTEMS),
+    "trimem": [k for k in SYSTEMS if k.startswith("trimem")],
+    "peers": [k for k in SYSTEMS if not k.startswith("trimem")],
+    "hand": [k for k in SYSTEMS if k.startswith("hand")],
+}
+
+
+def make_systems(keys: Iterable[str] | None = None) -> list[System]:
+    """Instances for ``keys`` (system keys or group names), in registry order."""
+    if keys is None:
+        wanted = set(SYSTEMS)
+    else:
+        wanted = set()
+        for key in keys:
+            key = key.strip()
+            if not key:
+                continue
+            if key in GROUPS:
+                wanted.update(GROUPS[key])
+            elif key in SYSTEMS:
+                wanted.add(key)
+            else:
+                known = ", ".join([*SYSTEMS, *GROUPS])
+                raise ValueError(f"unknown system {key!r}; choose from: {known}")
+    return [cls() for key, cls in SYSTEMS.items() if key in wanted]

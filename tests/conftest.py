@@ -1,0 +1,157 @@
+"""Shared fixtures for the engine tests: data-directory resolution, seeded clustered
+datasets, brute-force nearest neighbours and a snapshot of an index's observable state."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import trimem
+from trimem.bench.datasets import clustered_vectors, query_vectors, timestamps
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def build_profile(request: pytest.FixtureRequest) -> str:
+    """The engine's build profile, checked once and printed (timings mean little in debug)."""
+    profile = trimem.build_profile()
+    assert profile in ("release", "debug"), profile
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"trimem build profile: {profile}")
+    return profile
+
+
+# ------------------------------------------------------------------------- data directory
+
+
+def resolve_data_dir() -> Path:
+    """`$TRIMEM_DATA`, default `../shared/data`; relative paths are taken from the repo root."""
+    p = Path(os.environ.get("TRIMEM_DATA", "../shared/data")).expanduser()
+    if not p.is_absolute():
+        p = REPO_ROOT / p
+    return p.resolve()
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return resolve_data_dir()
+
+
+@pytest.fixture(scope="session")
+def scifact_dir(data_dir: Path) -> Path:
+    d = data_dir / "scifact"
+    needed = [d / "corpus.jsonl", d / "queries.jsonl", d / "qrels" / "test.tsv"]
+    missing = [str(p) for p in needed if not p.is_file()]
+    if missing:
+        pytest.skip(
+            f"SciFact data not found ({', '.join(missing)}); set TRIMEM_DATA to the directory "
+            "holding scifact/ (default ../shared/data relative to the repository root)"
+        )
+    return d
+
+
+# ------------------------------------------------------------------------- clustered data
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """Seeded clustered vectors with aligned metadata; record i has id i."""
+
+    vectors: np.ndarray  # (n, dim) float32, unit rows
+    queries: np.ndarray  # (q, dim) float32, same mixture
+    timestamps: np.ndarray  # int64
+    namespaces: list[str]
+
+    @property
+    def n(self) -> int:
+        return len(self.vectors)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @property
+    def ids(self) -> np.ndarray:
+        return np.arange(self.n, dtype=np.uint64)
+
+
+def make_clustered(n: int, dim: int, *, n_queries: int, n_centers: int, seed: int) -> Clustered:
+    rng = np.random.default_rng(seed)
+    names = ["agent/alice", "agent/bob", "agent/carol", "team/x"]
+    return Clustered(
+        vectors=clustered_vectors(n, dim, n_centers=n_centers, seed=seed),
+        queries=query_vectors(n_queries, dim, n_centers=n_centers, seed=seed),
+        timestamps=timestamps(n, seed=seed),
+        namespaces=[names[i] for i in rng.integers(0, len(names), size=n)],
+    )
+
+
+@pytest.fixture(scope="session")
+def clustered_small() -> Clustered:
+    """2,000 x 32 dims, 100 queries: for fusion, filter and error tests."""
+    return make_clustered(2000, 32, n_queries=100, n_centers=40, seed=11)
+
+
+@pytest.fixture(scope="session")
+def clustered_20k() -> Clustered:
+    """20,000 x 64 dims around 1,000 centres (20 points each), 200 queries: for recall."""
+    return make_clustered(20_000, 64, n_queries=200, n_centers=1000, seed=1)
+
+
+def brute_topk(queries: np.ndarray, data: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Exact top-k row indices by inner product (cosine on unit rows), ties to the lower row."""
+    if rows is None:
+        rows = np.arange(len(data))
+    sims = queries @ data[rows].T
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    return rows[order]
+
+
+def recall_at_k(found: list[np.ndarray], truth: np.ndarray) -> float:
+    k = truth.shape[1]
+    return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth)]))
+
+
+@pytest.fixture(scope="session")
+def brute() -> Callable[..., np.ndarray]:
+    return brute_topk
+
+
+@pytest.fixture(scope="session")
+def recall() -> Callable[[list[np.ndarray], np.ndarray], float]:
+    return recall_at_k
+
+
+def snapshot(idx: trimem.HybridIndex, queries: list[dict]) -> dict:
+    """Everything a caller can observe about an index, for "nothing changed" checks."""
+    out: dict = {"len": len(idx), "stats": dict(idx.stats()), "ids": sorted(idx.ids().tolist())}
+    records = []
+    for r in idx.get_many(out["ids"]):
+        assert r is not None
+        v = None if r.vector is None else r.vector.tolist()
+        records.append((r.id, r.namespace, r.session, r.timestamp, r.text, r.payload, r.importance, v))
+    out["records"] = records
+    results = []
+    for q in queries:
+        h = idx.search(**q)
+        results.append(
+            (h.ids.tolist(), h.scores.tolist(), h.bm25_ranks.tolist(), h.vector_ranks.tolist(), h.plan)
+        )
+    out["results"] = results
+    return out
+
+
+@pytest.fixture(scope="session")
+def take_snapshot() -> Callable[[trimem.HybridIndex, list[dict]], dict]:
+    return snapshot

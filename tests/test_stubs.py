@@ -1,0 +1,19 @@
+"""The `_core.pyi` stubs must match the compiled module, so they cannot drift."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_stubs_match_compiled_module(tmp_path: Path) -> None:
+    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "trimem._core", "--mypy-config-file", "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Success" in out.stdout
