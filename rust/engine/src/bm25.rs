@@ -205,7 +205,7 @@ impl Bm25 {
         let mut top = crate::topk::TopK::new(k);
         for &slot in touched.iter() {
             let score = std::mem::take(&mut scores[slot as usize]);
-            if score >= min_score && score > 0.0 && allow(slot) {
+            if score >= min_score && score > 0.0 && top.admits(score) && allow(slot) {
                 top.push(score, tie_key(slot), slot);
             }
         }

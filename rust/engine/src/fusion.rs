@@ -5,8 +5,6 @@
 //! with ranks from 1. A first place in one leg adds `w / (rrf_k + 1)` (≈ 0.0164 at the defaults),
 //! which is the scale the extra weights are on.
 
-use std::collections::HashMap;
-
 use crate::records::Records;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,28 +58,34 @@ pub fn fuse(
     k: usize,
     records: &Records,
 ) -> Vec<Hit> {
-    let mut by_slot: HashMap<u32, Hit> = HashMap::with_capacity(bm25.len() + vector.len());
-    let new_hit = |slot: u32| Hit {
-        id: records.ids[slot as usize],
-        slot,
-        score: 0.0,
-        bm25: None,
-        vector: None,
-        decay: 1.0,
-        importance: records.importance[slot as usize],
-        timestamp: records.timestamps[slot as usize],
-    };
-    for (rank, &(score, slot)) in bm25.iter().enumerate() {
-        let h = by_slot.entry(slot).or_insert_with(|| new_hit(slot));
-        h.bm25 = Some((rank as u32 + 1, score));
-        h.score += p.weights.0 / (p.rrf_k + rank as f32 + 1.0);
+    // Legs hold at most a few hundred entries: a sort-and-merge by slot beats hashing.
+    let mut tagged: Vec<(u32, bool, u32, f32)> = Vec::with_capacity(bm25.len() + vector.len());
+    tagged.extend(bm25.iter().enumerate().map(|(r, &(sc, slot))| (slot, false, r as u32 + 1, sc)));
+    tagged.extend(vector.iter().enumerate().map(|(r, &(sc, slot))| (slot, true, r as u32 + 1, sc)));
+    tagged.sort_unstable_by_key(|t| (t.0, t.1));
+    let mut hits: Vec<Hit> = Vec::with_capacity(tagged.len());
+    for (slot, is_vector, rank, raw) in tagged {
+        if hits.last().is_none_or(|h| h.slot != slot) {
+            hits.push(Hit {
+                id: records.ids[slot as usize],
+                slot,
+                score: 0.0,
+                bm25: None,
+                vector: None,
+                decay: 1.0,
+                importance: records.importance[slot as usize],
+                timestamp: records.timestamps[slot as usize],
+            });
+        }
+        let h = hits.last_mut().expect("pushed above");
+        let weight = if is_vector { p.weights.1 } else { p.weights.0 };
+        h.score += weight / (p.rrf_k + rank as f32);
+        if is_vector {
+            h.vector = Some((rank, raw));
+        } else {
+            h.bm25 = Some((rank, raw));
+        }
     }
-    for (rank, &(sim, slot)) in vector.iter().enumerate() {
-        let h = by_slot.entry(slot).or_insert_with(|| new_hit(slot));
-        h.vector = Some((rank as u32 + 1, sim));
-        h.score += p.weights.1 / (p.rrf_k + rank as f32 + 1.0);
-    }
-    let mut hits: Vec<Hit> = by_slot.into_values().collect();
     for h in &mut hits {
         if let Some(half_life) = p.half_life {
             let age = (p.now.saturating_sub(h.timestamp)).max(0) as f64;

@@ -71,6 +71,8 @@ pub struct Hnsw {
 }
 
 const NOT_IN_GRAPH: i8 = -1;
+/// How many vectors ahead of the one being scored are requested from memory.
+const PREFETCH_AHEAD: usize = 2;
 
 impl Hnsw {
     pub fn new(dim: usize, params: HnswParams) -> Self {
@@ -151,6 +153,14 @@ impl Hnsw {
     #[inline(always)]
     fn dist(&self, q: &[f32], slot: u32) -> f32 {
         1.0 - (self.dot)(q, self.vector(slot))
+    }
+
+    #[inline(always)]
+    fn prefetch_vector(&self, slot: u32) {
+        let start = self.vectors.as_ptr().wrapping_add(slot as usize * self.dim);
+        for line in (0..self.dim).step_by(16) {
+            prefetch(start.wrapping_add(line));
+        }
     }
 
     #[inline(always)]
@@ -405,12 +415,14 @@ impl Hnsw {
                     buf.iter().copied().filter(|&n| !vl.check_and_mark(n) && self.at_level(n, level)),
                 );
             }
-            if let Some(&first) = batch.first() {
-                prefetch(self.vectors.as_ptr().wrapping_add(first as usize * self.dim));
+            // Request every line of the next vectors early: the walk is bound by memory
+            // latency, and overlapping the misses is what pays.
+            for &n in batch.iter().take(PREFETCH_AHEAD) {
+                self.prefetch_vector(n);
             }
             for (i, &n) in batch.iter().enumerate() {
-                if let Some(&next) = batch.get(i + 1) {
-                    prefetch(self.vectors.as_ptr().wrapping_add(next as usize * self.dim));
+                if let Some(&next) = batch.get(i + PREFETCH_AHEAD) {
+                    self.prefetch_vector(next);
                 }
                 let d = self.dist(q, n);
                 if results.len() < ef || d < lower {
@@ -513,7 +525,10 @@ impl Hnsw {
         let mut top = crate::topk::TopK::new(k);
         for s in slots {
             if self.contains(s) {
-                top.push((self.dot)(q, self.vector(s)), tie_key(s), s);
+                let sim = (self.dot)(q, self.vector(s));
+                if top.admits(sim) {
+                    top.push(sim, tie_key(s), s);
+                }
             }
         }
         top.into_sorted()

@@ -14,6 +14,9 @@ use crate::hnsw::{Hnsw, HnswParams};
 use crate::records::{validate_name, Record, Records};
 use crate::tokenize::{Tokenizer, TokenizerOptions};
 
+/// Records from which a hybrid search runs its two legs in parallel.
+const PARALLEL_LEGS_MIN: usize = 20_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
     /// Cosine similarity: vectors are normalised on the way in.
@@ -51,7 +54,8 @@ pub struct IndexConfig {
     pub bm25: Bm25Params,
     pub seed: u64,
     pub max_text_bytes: usize,
-    /// Threads for batch graph insertion (0 = all cores).
+    /// Threads for batch graph insertion and for running a hybrid search's two legs at once
+    /// (0 = all cores, 1 = never in parallel).
     pub threads: usize,
     /// A filtered vector search scans exactly when at most this many records match.
     pub exact_threshold: usize,
@@ -545,7 +549,7 @@ impl HybridIndex {
         if plan.two_hop && !plan.exact && query_vec.is_some() {
             filter.materialize();
         }
-        let bm25_hits = match use_text {
+        let bm25_leg = || match use_text {
             Some(t) => {
                 let terms = self.tokenizer.tokenize(t);
                 let ids = &self.records.ids;
@@ -559,9 +563,16 @@ impl HybridIndex {
             }
             None => Vec::new(),
         };
-        let (mut vec_hits, plan) = match &query_vec {
+        let vector_leg = || match &query_vec {
             Some(q) => self.vector_leg(q, window, p.ef, &filter, &plan),
             None => (Vec::new(), Plan::None),
+        };
+        // On a large index the legs overlap on two cores; on a small one the hand-off would
+        // cost more than it saves.
+        let (bm25_hits, (mut vec_hits, plan)) = if both && self.config.threads != 1 && self.records.len() >= PARALLEL_LEGS_MIN {
+            rayon::join(bm25_leg, vector_leg)
+        } else {
+            (bm25_leg(), vector_leg())
         };
         if let Some(floor) = p.min_cosine {
             vec_hits.retain(|&(sim, _)| sim >= floor);

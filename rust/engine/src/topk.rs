@@ -52,6 +52,13 @@ impl TopK {
         }
     }
 
+    /// Whether an entry with `score` could enter: lets callers skip work (a filter check, a
+    /// tie-key lookup) for the many candidates that cannot.
+    #[inline]
+    pub fn admits(&self, score: f32) -> bool {
+        self.heap.len() < self.k || self.heap.peek().is_some_and(|w| score >= w.score)
+    }
+
     /// Best first: highest score, then lowest tie key.
     pub fn into_sorted(self) -> Vec<(f32, u32)> {
         self.heap.into_sorted_vec().into_iter().map(|e| (e.score, e.slot)).collect()
