@@ -1,6 +1,7 @@
 """trimem: fast embedded three-layer memory for LLM agents.
 
-The hot path — BM25, HNSW, filters and reciprocal rank fusion — is a Rust engine
+:class:`Memory` gives an agent working, episodic and semantic memory with the Recall → Retain →
+Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and reciprocal rank fusion — is a Rust engine
 (:class:`HybridIndex`); one call searches both legs with the GIL released.
 
 >>> import numpy as np, trimem
@@ -30,9 +31,28 @@ from trimem.errors import (
     UnknownIdError,
 )
 
+from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
+
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # `Memory` pulls in the rewriter, extractor and embedders: load it on first use so that
+    # `import trimem` stays as light as the engine.
+    if name == "Memory":
+        from trimem.memory import Memory
+
+        return Memory
+    raise AttributeError(f"module 'trimem' has no attribute {name!r}")
+
 __all__ = [
+    "Episode",
+    "Fact",
+    "FactChange",
+    "FactVersion",
+    "KnowledgeDoc",
+    "Memory",
+    "ToolCall",
     "DTypeError",
     "DimensionError",
     "DuplicateIdError",

@@ -34,6 +34,12 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    from trimem.demo import add_parser
+
+    add_parser(sub)
+
+
 # --------------------------------------------------------------------------
 # bench
 # --------------------------------------------------------------------------
@@ -121,6 +127,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 
 COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction], None]]] = [
+    ("demo", _add_demo),
     ("bench", _add_bench),
 ]
 

@@ -613,7 +613,8 @@ impl HybridIndex {
         let mut hits = self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop);
         // The graph orders ties by slot; results must not depend on insertion order.
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(ids[a.1 as usize].cmp(&ids[b.1 as usize])));
-        if hits.len() >= window || !filter.restricts() {
+        // A graph can leave a node unreachable; the exact scan guarantees a full answer.
+        if hits.len() >= window || (!filter.restricts() && hits.len() >= self.hnsw.len()) {
             return (hits, Plan::Graph);
         }
         (self.exact(q, window, filter), Plan::GraphThenExact)

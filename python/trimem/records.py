@@ -1,0 +1,124 @@
+"""The records trimem stores and returns, as msgspec Structs (compact, typed, no pickle).
+
+>>> ep = Episode(id=1, agent_id="default", user_id="u1", text="port 8080", timestamp=0)
+>>> decode_episode(encode(ep)) == ep
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A tool the agent ran: its name, arguments and what it returned."""
+
+    name: str
+    args: dict[str, Any] = {}
+    result: str = ""
+
+
+class Episode(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One timestamped event of episodic memory."""
+
+    id: int
+    agent_id: str
+    user_id: str
+    text: str
+    timestamp: int  # µs since the epoch, UTC
+    session_id: str | None = None
+    role: str = "user"
+    topic: str | None = None
+    keywords: list[str] = []
+    importance: float = 0.5
+    metadata: dict[str, Any] = {}
+    tool: ToolCall | None = None
+
+
+class FactVersion(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One value a fact held, from `valid_from` until `valid_to` (None: still current)."""
+
+    value: str | None  # None: the fact was deleted at valid_from
+    valid_from: int
+    valid_to: int | None = None
+    source: list[int] = []
+    op: str = "set"
+
+
+class Fact(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A distilled key → value fact of semantic memory, with its full history."""
+
+    key: str
+    value: str
+    updated_at: int
+    version: int
+    history: list[FactVersion] = []
+    source: list[int] = []
+    pinned: bool = False
+
+
+class FactChange(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What `reflect` (or a tool) did to one fact: set, update, delete or no-op."""
+
+    op: str
+    key: str
+    value: str | None
+    old_value: str | None = None
+    source: list[int] = []
+    evidence: str = ""
+
+
+class KnowledgeDoc(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A general knowledge document (policy, API docs, glossary): not a personal event."""
+
+    id: int
+    agent_id: str
+    text: str
+    timestamp: int
+    source: str | None = None
+    user_id: str | None = None  # set when the document is private to one user
+    title: str | None = None
+    version: int = 1
+    metadata: dict[str, Any] = {}
+
+
+class Scored(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How a recalled item scored: the fused score and each signal that made it."""
+
+    score: float
+    bm25: float | None = None
+    cosine: float | None = None
+    bm25_rank: int = 0
+    vector_rank: int = 0
+    decay: float = 1.0
+    importance: float = 0.0
+
+
+class RecalledEpisode(msgspec.Struct, frozen=True):
+    episode: Episode
+    scored: Scored
+    via_fact: str | None = None  # set when recalled as the source of a fact the question touches
+
+
+class RecalledKnowledge(msgspec.Struct, frozen=True):
+    doc: KnowledgeDoc
+    scored: Scored
+
+
+_encoder = msgspec.msgpack.Encoder()
+_episode_decoder = msgspec.msgpack.Decoder(Episode)
+_knowledge_decoder = msgspec.msgpack.Decoder(KnowledgeDoc)
+
+
+def encode(obj: msgspec.Struct) -> bytes:
+    return _encoder.encode(obj)
+
+
+def decode_episode(data: bytes) -> Episode:
+    return _episode_decoder.decode(data)
+
+
+def decode_knowledge(data: bytes) -> KnowledgeDoc:
+    return _knowledge_decoder.decode(data)

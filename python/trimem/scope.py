@@ -1,0 +1,43 @@
+"""Scopes: every episode and fact belongs to an agent and a user; knowledge to an agent (or, when
+private, to one of its users). In the engine a scope is a namespace string that every search
+filters on, so no query can cross it.
+
+>>> episode_namespace("default", "u1")
+'default/u1'
+>>> check_id("user_id", "a/b")
+Traceback (most recent call last):
+...
+trimem.errors.InvalidNameError: invalid user_id 'a/b': it must not contain '/'
+"""
+
+from __future__ import annotations
+
+from trimem.errors import InvalidNameError
+
+MAX_ID_CHARS = 128
+
+
+def check_id(what: str, value: object) -> str:
+    """Validates an agent, user or session id and returns it."""
+    if not isinstance(value, str):
+        raise InvalidNameError(f"{what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidNameError(f"invalid {what}: it is empty ({what} is required)")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidNameError(f"invalid {what}: {len(value)} characters, over {MAX_ID_CHARS}")
+    if "/" in value:
+        raise InvalidNameError(f"invalid {what} {value!r}: it must not contain '/'")
+    if any(c.isspace() and c != " " or not c.isprintable() for c in value):
+        raise InvalidNameError(f"invalid {what} {value!r}: it contains control characters")
+    return value
+
+
+def episode_namespace(agent_id: str, user_id: str) -> str:
+    return f"{check_id('agent_id', agent_id)}/{check_id('user_id', user_id)}"
+
+
+def knowledge_namespace(agent_id: str, user_id: str | None) -> str:
+    """Shared knowledge lives in the agent's namespace, private knowledge in the user's."""
+    if user_id is None:
+        return check_id("agent_id", agent_id)
+    return episode_namespace(agent_id, user_id)

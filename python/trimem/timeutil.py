@@ -1,0 +1,51 @@
+"""Time as trimem stores it: int64 microseconds since the epoch, UTC.
+
+>>> from datetime import datetime, timezone
+>>> to_micros(datetime(2026, 1, 1, tzinfo=timezone.utc))
+1767225600000000
+>>> to_micros(datetime(2026, 1, 1))  # naive means UTC
+1767225600000000
+>>> from_micros(1767225600000000).isoformat()
+'2026-01-01T00:00:00+00:00'
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone, tzinfo
+
+from trimem.errors import InvalidArgumentError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+TimeLike = datetime | int
+
+
+def to_micros(t: TimeLike) -> int:
+    """Microseconds since the epoch for an aware datetime, a naive one (read as UTC) or an int."""
+    if isinstance(t, bool):
+        raise InvalidArgumentError("a timestamp must be a datetime or int microseconds, not a bool")
+    if isinstance(t, int):
+        return t
+    if isinstance(t, datetime):
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=timezone.utc)
+        delta = t - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    raise InvalidArgumentError(
+        f"a timestamp must be a datetime or int microseconds since the epoch, got {type(t).__name__}"
+    )
+
+
+def from_micros(us: int, tz: tzinfo = timezone.utc) -> datetime:
+    """The aware datetime for `us` microseconds since the epoch, in `tz`."""
+    return datetime.fromtimestamp(us // 1_000_000, tz).replace(microsecond=us % 1_000_000)
+
+
+def now_micros(now: TimeLike | None = None) -> int:
+    """`now` as microseconds, or the current time when `now` is None."""
+    return to_micros(now) if now is not None else to_micros(datetime.now(timezone.utc))
+
+
+def as_datetime(now: TimeLike | None, tz: tzinfo) -> datetime:
+    """`now` (or the current time) as an aware datetime in `tz`."""
+    return from_micros(now_micros(now), tz)

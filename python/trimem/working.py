@@ -1,0 +1,99 @@
+"""Working memory: the live, per-session context — recent turns and scratch variables — bounded
+by item count and age, reset at session end. Everything is O(1) and in-process.
+
+>>> wm = WorkingMemory("s1", capacity=3)
+>>> for i in range(5):
+...     _ = wm.add_turn("user", f"turn {i}")
+>>> [t.text for t in wm.recent(2)]
+['turn 3', 'turn 4']
+>>> wm.vars["retry"] = 2
+>>> wm.get("retry")
+2
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+
+from trimem.errors import InvalidArgumentError
+from trimem.scope import check_id
+
+
+class Turn(msgspec.Struct, frozen=True):
+    role: str
+    text: str
+    timestamp: int  # µs since the epoch
+    importance: float = 0.0
+
+
+class WorkingMemory:
+    """Recent turns (at most `capacity`) and variables of one session; items older than `ttl`
+    seconds expire. `clock` returns µs and is injectable for tests."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        capacity: int = 30,
+        ttl: float | None = 24 * 3600.0,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise InvalidArgumentError(f"capacity must be at least 1, got {capacity}")
+        if ttl is not None and ttl <= 0:
+            raise InvalidArgumentError(f"ttl must be positive seconds or None, got {ttl}")
+        self.session_id = check_id("session_id", session_id)
+        self.capacity = capacity
+        self.ttl = ttl
+        self._clock = clock or (lambda: time.time_ns() // 1000)
+        self._turns: deque[Turn] = deque(maxlen=capacity)
+        self.vars: dict[str, Any] = {}
+        self.evicted: list[Turn] = []  # turns pushed out by capacity, kept for consolidation
+
+    def add_turn(self, role: str, text: str, *, importance: float = 0.0, timestamp: int | None = None) -> Turn:
+        if not isinstance(text, str):
+            raise InvalidArgumentError("text must be a string")
+        turn = Turn(role=role, text=text, timestamp=self._clock() if timestamp is None else timestamp,
+                    importance=importance)
+        if len(self._turns) == self.capacity:
+            self.evicted.append(self._turns[0])
+        self._turns.append(turn)
+        return turn
+
+    def _expire(self) -> None:
+        if self.ttl is None:
+            return
+        cutoff = self._clock() - int(self.ttl * 1_000_000)
+        # Turns may carry caller-given timestamps out of order, so check them all.
+        if any(t.timestamp < cutoff for t in self._turns):
+            self._turns = deque((t for t in self._turns if t.timestamp >= cutoff), maxlen=self.capacity)
+
+    def recent(self, n: int | None = None) -> list[Turn]:
+        """The last `n` turns (all live turns when `n` is None), oldest first."""
+        self._expire()
+        turns = list(self._turns)
+        return turns if n is None else turns[-n:] if n > 0 else []
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.vars.get(name, default)
+
+    def set(self, name: str, value: Any) -> None:
+        self.vars[name] = value
+
+    def __len__(self) -> int:
+        self._expire()
+        return len(self._turns)
+
+    def __iter__(self) -> Iterator[Turn]:
+        return iter(self.recent())
+
+    def reset(self) -> None:
+        """Ends the session: turns, variables and evicted items are gone."""
+        self._turns.clear()
+        self.vars.clear()
+        self.evicted.clear()
