@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 import trimem
 from trimem import embedders
 from trimem.embedders import (

@@ -23,9 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from trimem import tokens
-from trimem.tokens import TokenCounter, default_counter, estimate_tokens, tiktoken_counter
+from trimem.tokens import (
+    TokenCounter,
+    default_counter,
+    estimate_tokens,
+    tiktoken_counter,
+)
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 _N_RANKS = {"cl100k_base": 100256, "o200k_base": 199998}
@@ -316,7 +320,11 @@ def test_estimate_never_undercounts_cjk_characters_alone(references: dict[str, C
     """Every common hanzi (and a sample of all CJK) alone and in runs with a space before them."""
     rng = random.Random(3)
     chars = [chr(cp) for cp in rng.sample(range(0x4E00, 0xA000), 600)]
-    chars += list("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长")
+    chars += list(
+        "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着"
+        "去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主"
+        "行方又如前所本见经头面公同三已老从动两长"
+    )
     for ch in chars:
         for text in (ch, " " + ch, ch * 3, "a " + ch + " b"):
             exact = max(ref(text) for ref in references.values())
@@ -336,6 +344,17 @@ def test_estimate_basics() -> None:
     a, b = "The Node service runs in Docker on port 8080.", "我们决定使用PostgreSQL作为主数据库。"
     assert estimate_tokens(a + " " + b) <= estimate_tokens(a) + estimate_tokens(b) + 2
     assert estimate_tokens(a * 10) > estimate_tokens(a)
+
+
+def test_estimate_is_subadditive_over_separators() -> None:
+    """Joining parts with a newline, blank line or space never costs more than the parts did,
+    so a renderer that budgets per line stays within budget after joining."""
+    texts = corpus()
+    rng = random.Random(8)
+    for _ in range(2000):
+        a, b = rng.choice(texts), rng.choice(texts)
+        for sep in ("\n", "\n\n", " "):
+            assert estimate_tokens(a + sep + b) <= estimate_tokens(a) + estimate_tokens(b), (a[:40], sep, b[:40])
 
 
 def test_estimate_is_a_token_counter() -> None:
@@ -461,7 +480,8 @@ def test_tiktoken_loads_from_a_seeded_cache(monkeypatch: pytest.MonkeyPatch, tmp
         pytest.skip("quicktok-v1 not installed: cannot build the rank file offline")
     name = "cl100k_base"
     q = quicktok.get_encoding(name)
-    data = b"\n".join(base64.b64encode(q.decode_single_token_bytes(i)) + b" %d" % i for i in range(_N_RANKS[name])) + b"\n"
+    lines = (base64.b64encode(q.decode_single_token_bytes(i)) + b" %d" % i for i in range(_N_RANKS[name]))
+    data = b"\n".join(lines) + b"\n"
     url, sha = tokens._TIKTOKEN_FILES[name]
     if hashlib.sha256(data).hexdigest() != sha:
         pytest.skip("quicktok's cl100k vocabulary is not byte-identical to OpenAI's")

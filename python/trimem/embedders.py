@@ -543,7 +543,8 @@ class _CheckedEmbedder:
 
 
 def _model_id(model: Any) -> str:
-    for path in (("model_card_data", "base_model"), ("_model_name_or_path",), ("model_name_or_path",), ("name_or_path",)):
+    paths = (("model_card_data", "base_model"), ("_model_name_or_path",), ("model_name_or_path",), ("name_or_path",))
+    for path in paths:
         obj: Any = model
         for attr in path:
             obj = getattr(obj, attr, None)
