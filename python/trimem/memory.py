@@ -331,7 +331,7 @@ class Memory:
         )
         for e in eps:
             self._user_episodes.setdefault((e.agent_id, e.user_id), []).append(e.id)
-        self._last_id = max(self._last_id, eps[-1].id, max(e.id for e in eps))
+        self._last_id = max(self._last_id, max(e.id for e in eps))
 
     def get(self, episode_id: int) -> Episode:
         """The stored episode; raises UnknownIdError when there is none."""

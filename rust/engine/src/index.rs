@@ -610,7 +610,12 @@ impl HybridIndex {
             ef = (ef as f64 * (0.1 / share).sqrt().clamp(1.0, 4.0)) as usize;
         }
         let ids = &self.records.ids;
-        let mut hits = self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop);
+        // Deleted records are out of the graph, so with no restriction there is nothing to check.
+        let mut hits = if filter.restricts() {
+            self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop)
+        } else {
+            self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false)
+        };
         // The graph orders ties by slot; results must not depend on insertion order.
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(ids[a.1 as usize].cmp(&ids[b.1 as usize])));
         // A graph can leave a node unreachable; the exact scan guarantees a full answer.
