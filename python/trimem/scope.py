@@ -12,6 +12,8 @@ trimem.errors.InvalidNameError: invalid user_id 'a/b': it must not contain '/'
 
 from __future__ import annotations
 
+import functools
+
 from trimem.errors import InvalidNameError
 
 MAX_ID_CHARS = 128
@@ -19,6 +21,22 @@ MAX_ID_CHARS = 128
 
 def check_id(what: str, value: object) -> str:
     """Validates an agent, user or session id and returns it."""
+    if isinstance(value, str) and _seen_valid(value):
+        return value
+    return _check_id(what, value)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _seen_valid(value: str) -> bool:
+    # Ids repeat on every call of a busy agent; validating each once keeps writes cheap.
+    try:
+        _check_id("id", value)
+    except InvalidNameError:
+        return False
+    return True
+
+
+def _check_id(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise InvalidNameError(f"{what} must be a string, got {type(value).__name__}")
     if not value:
@@ -27,7 +45,7 @@ def check_id(what: str, value: object) -> str:
         raise InvalidNameError(f"invalid {what}: {len(value)} characters, over {MAX_ID_CHARS}")
     if "/" in value:
         raise InvalidNameError(f"invalid {what} {value!r}: it must not contain '/'")
-    if any(c.isspace() and c != " " or not c.isprintable() for c in value):
+    if not value.isprintable():  # control characters, line breaks, tabs, odd separators
         raise InvalidNameError(f"invalid {what} {value!r}: it contains control characters")
     return value
 
