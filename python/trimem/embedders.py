@@ -429,7 +429,35 @@ class MiniLMEmbedder:
 # ---------------------------------------------------------------------------
 
 
-class SentenceTransformerEmbedder:
+class _Wrapper:
+    """What the third-party wrappers share: name, dim, repr and the checked call. A subclass
+    sets ``_name`` and ``_dim`` and implements ``_raw``."""
+
+    _name: str
+    _dim: int
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, dim={self._dim})"
+
+    def _raw(self, texts: list[str]) -> Vectors:
+        raise NotImplementedError
+
+    def __call__(self, texts: Sequence[str], /) -> Vectors:
+        items = _as_texts(texts)
+        if not items:
+            return np.empty((0, self._dim), dtype=np.float32)
+        return check_vectors(self._raw(items), len(items), self._dim, self._name)
+
+
+class SentenceTransformerEmbedder(_Wrapper):
     """Wrap a sentence-transformers model (anything with ``.encode(list, normalize_embeddings=True)``).
 
     ``dim`` comes from ``model.get_sentence_embedding_dimension()`` when there is
@@ -449,29 +477,12 @@ class SentenceTransformerEmbedder:
             dim = int(probed) if probed else self._raw(["dimension probe"]).shape[1]
         self._dim = int(dim)
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder({self._name!r}, dim={self._dim})"
-
     def _raw(self, texts: list[str]) -> Vectors:
         out = self.model.encode(texts, normalize_embeddings=True)
         return check_vectors(out, len(texts), None, self._name)
 
-    def __call__(self, texts: Sequence[str], /) -> Vectors:
-        items = _as_texts(texts)
-        if not items:
-            return np.empty((0, self._dim), dtype=np.float32)
-        return check_vectors(self._raw(items), len(items), self._dim, self._name)
 
-
-class LangChainEmbedder:
+class LangChainEmbedder(_Wrapper):
     """Wrap a LangChain ``Embeddings`` object (anything with ``.embed_documents(list)``).
 
     Vectors are L2-normalised unless ``normalize=False``. ``dim`` is inferred
@@ -492,26 +503,9 @@ class LangChainEmbedder:
         self._name = name or default
         self._dim = int(dim) if dim is not None else self._raw(["dimension probe"]).shape[1]
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def __repr__(self) -> str:
-        return f"LangChainEmbedder({self._name!r}, dim={self._dim})"
-
     def _raw(self, texts: list[str]) -> Vectors:
         out = check_vectors(self.embeddings.embed_documents(texts), len(texts), None, self._name)
         return _l2_normalise(out) if self.normalize else out
-
-    def __call__(self, texts: Sequence[str], /) -> Vectors:
-        items = _as_texts(texts)
-        if not items:
-            return np.empty((0, self._dim), dtype=np.float32)
-        return check_vectors(self._raw(items), len(items), self._dim, self._name)
 
 
 class _CheckedEmbedder:
