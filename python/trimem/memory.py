@@ -235,10 +235,6 @@ class Memory:
             return None
         return np.frombuffer(data, dtype=np.float32).reshape(n, self.dim)
 
-    @staticmethod
-    def _encode(obj: Episode | KnowledgeDoc) -> bytes:
-        return encode(obj)
-
     def _knowledge_doc(self, doc_id: int) -> KnowledgeDoc | None:
         rec = self._knowledge_index.get(doc_id)
         return None if rec is None else decode_knowledge(rec.payload)

@@ -23,7 +23,7 @@ import numpy as np
 
 from trimem.errors import InvalidArgumentError, UnknownIdError
 from trimem.ops import OpAlias, OpFact, OpKnowledge, OpPin
-from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
+from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, encode
 from trimem.scope import check_id, knowledge_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
@@ -53,6 +53,8 @@ class Facts:
         self._history: dict[_FactKey, list[FactVersion]] = {}
         self._pinned: set[_FactKey] = set()
         self._aliases: dict[str, list[str]] = {}
+        self._key_names: set[str] = set()
+        self._alias_view: dict[str, list[str]] | None = None  # rebuilt only when keys or aliases change
         self._checked: set[tuple[str, str]] = set()
 
     def _scope(self, user_id: str, agent_id: str) -> tuple[str, str]:
@@ -122,6 +124,9 @@ class Facts:
 
     def _apply_fact(self, op: OpFact) -> None:
         fk = (op.agent_id, op.user_id, op.key)
+        if op.key not in self._key_names:
+            self._key_names.add(op.key)
+            self._alias_view = None
         versions = self._history.setdefault(fk, [])
         if versions and versions[-1].valid_to is None:
             last = versions[-1]
@@ -138,6 +143,7 @@ class Facts:
         )
 
     def _apply_alias(self, op: OpAlias) -> None:
+        self._alias_view = None
         for w in op.words:
             keys = self._aliases.setdefault(w.lower(), [])
             keys.extend(k for k in op.keys if k not in keys)
@@ -179,14 +185,17 @@ class Facts:
         return [f for f in self.list(user_id=user_id, agent_id=agent_id) if f.pinned]
 
     def aliases(self) -> dict[str, list[str]]:
-        """Word → keys, including each known key's own name (with spaces for underscores)."""
-        out: dict[str, list[str]] = {}
-        for (_, _, key) in self._current:
-            for word in {key.lower(), key.replace("_", " ").lower()}:
-                out.setdefault(word, [key])
-        for w, keys in self._aliases.items():
-            out[w] = list(keys)
-        return out
+        """Word → keys, including each known key's own name (with spaces for underscores).
+        Recall reads this on every call, so it is cached until a key or an alias is added."""
+        if self._alias_view is None:
+            out: dict[str, list[str]] = {}
+            for key in sorted(self._key_names):
+                for word in {key.lower(), key.replace("_", " ").lower()}:
+                    out.setdefault(word, [key])
+            for w, keys in self._aliases.items():
+                out[w] = list(keys)
+            self._alias_view = out
+        return {w: list(keys) for w, keys in self._alias_view.items()}
 
     def _remove_user(self, agent_id: str, user_id: str) -> None:
         for store in (self._current, self._history):
@@ -272,5 +281,5 @@ class KnowledgeBase:
             timestamps=np.array([d.timestamp for d in op.docs], dtype=np.int64),
             namespaces=[knowledge_namespace(d.agent_id, d.user_id) for d in op.docs],
             vectors=m._vectors_from(op.vectors, len(op.docs)),
-            payloads=[m._encode(d) for d in op.docs],
+            payloads=[encode(d) for d in op.docs],
         )
