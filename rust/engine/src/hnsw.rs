@@ -277,8 +277,24 @@ impl Hnsw {
             sorted.retain(|c| c.slot != slot);
             let chosen = self.select_heuristic(&sorted, self.m);
             {
+                // Another thread may have linked to this node already (it can be reached through
+                // a back-link written at a higher level): keep those links, never overwrite them.
                 let _own = self.locks[slot as usize].lock();
-                let ids: Vec<u32> = chosen.iter().map(|c| c.slot).collect();
+                let mut existing = Vec::new();
+                self.read_links(slot, l, &mut existing);
+                let mut merged = chosen.clone();
+                for &e in &existing {
+                    if e != slot && self.at_level(e, l) && !merged.iter().any(|c| c.slot == e) {
+                        merged.push(Scored { dist: self.dist(&q, e), slot: e });
+                    }
+                }
+                merged.sort_unstable();
+                let keep = if merged.len() > self.max_links(l) {
+                    self.select_heuristic(&merged, self.max_links(l))
+                } else {
+                    merged
+                };
+                let ids: Vec<u32> = keep.iter().map(|c| c.slot).collect();
                 self.write_links(slot, l, &ids);
             }
             for c in &chosen {
@@ -645,6 +661,24 @@ mod tests {
             let (h, _) = build(3000, 32, threads);
             let r = recall(&h, &unit_vectors(50, 32, 99), 3000, 10);
             assert!(r >= 0.95, "threads={threads} recall={r}");
+        }
+    }
+
+    #[test]
+    fn parallel_insert_leaves_no_node_unreachable() {
+        // Regression: a node's own links were written after others had linked to it, and
+        // overwrote those links; some nodes then could not be found even by themselves.
+        for seed in 0..10u64 {
+            let data = unit_vectors(300, 32, seed + 11);
+            let mut h = Hnsw::new(32, HnswParams { m: 16, ef_construction: 200, seed });
+            for (i, v) in data.iter().enumerate() {
+                h.stage(i as u32, v);
+            }
+            h.link_all(&(0..300).collect::<Vec<u32>>(), 2);
+            for (i, v) in data.iter().enumerate() {
+                let got = h.search(v, 1, 64, None::<&fn(u32) -> bool>, false);
+                assert_eq!(got[0].1, i as u32, "seed {seed}");
+            }
         }
     }
 
