@@ -9,6 +9,9 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use crate::error::Result;
+use crate::store::codec::{Dec, Enc};
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bm25Params {
     pub k1: f32,
@@ -156,6 +159,79 @@ impl Bm25 {
             self.free_term_ids.clear();
             self.postings.clear();
         }
+    }
+
+    /// Image: document lengths, then per term id its text (empty when free) and its postings
+    /// as slot gaps and term frequencies (varints: about two bytes a posting).
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.array(&self.doc_len);
+        let mut names = vec![""; self.postings.len()];
+        for (name, &t) in &self.term_ids {
+            names[t as usize] = name;
+        }
+        e.u64(self.postings.len() as u64);
+        for (name, list) in names.iter().zip(&self.postings) {
+            e.str(name);
+            e.varint(list.len() as u64);
+            let mut prev = 0u32;
+            for p in list {
+                e.varint(u64::from(p.slot - prev));
+                e.varint(u64::from(p.tf));
+                prev = p.slot;
+            }
+        }
+    }
+
+    /// Rebuilds the index from its image, checking it against the live slots; statistics are
+    /// recomputed, and each document's length must equal the sum of its term frequencies.
+    pub(crate) fn decode(d: &mut Dec, params: Bm25Params, alive: &[bool]) -> Result<Bm25> {
+        let doc_len: Vec<u32> = d.array()?;
+        if doc_len.len() > alive.len() {
+            return Err(d.error("more document lengths than records"));
+        }
+        let n_terms = d.count(5)?;
+        let mut term_ids = HashMap::with_capacity(n_terms);
+        let mut postings = Vec::with_capacity(n_terms);
+        let mut free_term_ids = Vec::new();
+        let mut tf_sum = vec![0u64; doc_len.len()];
+        for t in 0..n_terms as u32 {
+            let name = d.str()?;
+            let n = d.varint()? as usize;
+            if n > d.remaining() / 2 {
+                return Err(d.error(format!("posting count {n} exceeds the bytes left")));
+            }
+            let mut list = Vec::with_capacity(n);
+            let mut slot = 0u64;
+            for i in 0..n {
+                let gap = d.varint()?;
+                let tf = d.varint()?;
+                slot += gap;
+                let ok = (i == 0 || gap > 0) && (slot as usize) < doc_len.len() && alive[slot as usize]
+                    && (1..=u64::from(u32::MAX)).contains(&tf);
+                if !ok {
+                    return Err(d.error(format!("bad posting (slot {slot}, tf {tf}) for term {name:?}")));
+                }
+                tf_sum[slot as usize] += tf;
+                list.push(Posting { slot: slot as u32, tf: tf as u32 });
+            }
+            match (name.is_empty(), list.is_empty()) {
+                (true, true) => free_term_ids.push(t),
+                (false, false) => {
+                    if term_ids.insert(Box::<str>::from(name), t).is_some() {
+                        return Err(d.error(format!("term {name:?} appears twice")));
+                    }
+                }
+                _ => return Err(d.error(format!("term id {t} is half free"))),
+            }
+            postings.push(list);
+        }
+        if doc_len.iter().zip(&tf_sum).any(|(&l, &s)| u64::from(l) != s) {
+            return Err(d.error("document lengths disagree with the postings"));
+        }
+        free_term_ids.reverse();
+        let n_docs = alive.iter().filter(|&&a| a).count();
+        let total_len = doc_len.iter().map(|&l| u64::from(l)).sum();
+        Ok(Bm25 { params, term_ids, postings, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() })
     }
 
     /// The `k` best documents that pass `allow` and score at least `min_score`, best first,

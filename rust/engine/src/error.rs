@@ -26,6 +26,14 @@ pub enum EngineError {
     TextTooLong { row: usize, bytes: usize, limit: usize },
     /// Any other argument outside its domain (the message says which and why).
     InvalidArgument(String),
+    /// A file operation of the store failed (the message names the operation and the file).
+    Io(String),
+    /// Committed store data failed its checksum or does not decode: damage, not a torn tail.
+    Corrupted(String),
+    /// Another process holds the store's writer lock.
+    Locked(String),
+    /// A store file written by a newer trimem.
+    FormatVersion { path: String, found: u32, supported: u32 },
 }
 
 pub type Result<T> = std::result::Result<T, EngineError>;
@@ -65,7 +73,19 @@ impl fmt::Display for EngineError {
                 f,
                 "text at row {row} has {bytes} bytes, over the limit of {limit}; split it into smaller records"
             ),
-            InvalidArgument(msg) => f.write_str(msg),
+            InvalidArgument(msg) | Io(msg) => f.write_str(msg),
+            Corrupted(msg) => write!(
+                f,
+                "store damaged: {msg}; restore the folder from a backup (trimem never skips committed data)"
+            ),
+            Locked(path) => write!(
+                f,
+                "{path} is open for writing by another process; one writer at a time"
+            ),
+            FormatVersion { path, found, supported } => write!(
+                f,
+                "{path} has format version {found}, but this trimem reads up to {supported}: upgrade trimem"
+            ),
         }
     }
 }

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use parking_lot::Mutex;
 
 use crate::distance::{dot_kernel, prefetch, DotFn};
+use crate::error::Result;
+use crate::store::codec::{Dec, Enc};
 use crate::visited::{VisitedList, VisitedPool};
 
 /// A node and its distance (1 − dot) to the current query; ordered by distance, then slot.
@@ -551,6 +553,83 @@ impl Hnsw {
     /// Similarity of `q` to the vector at `slot`, if it has one.
     pub fn similarity(&self, q: &[f32], slot: u32) -> Option<f32> {
         self.contains(slot).then(|| (self.dot)(q, self.vector(slot)))
+    }
+
+    /// The two big arrays of the image, written raw: vectors (`capacity × dim`) and level-0
+    /// links (`capacity × (1 + 2m)`). Needs no concurrent writer (callers hold `&self` of an
+    /// index that only links under `&mut`).
+    pub(crate) fn raw_parts(&self) -> (&[f32], &[u32]) {
+        // SAFETY: AtomicU32 has the size, alignment and bit validity of u32, and no thread
+        // writes links while the owning index is shared immutably.
+        let links = unsafe { std::slice::from_raw_parts(self.level0.as_ptr().cast::<u32>(), self.level0.len()) };
+        (&self.vectors, links)
+    }
+
+    /// The rest of the image: levels, upper-level links, entry point and generator state.
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        let levels: Vec<u8> = self.levels.iter().map(|&l| l as u8).collect();
+        e.array(&levels);
+        for (slot, up) in self.upper.iter().enumerate() {
+            if self.levels[slot] > 0 {
+                let raw: Vec<u32> = up.iter().map(|a| a.load(Relaxed)).collect();
+                e.array(&raw);
+            }
+        }
+        let entry = self.entry.lock();
+        e.u32(entry.slot.map_or(u32::MAX, |s| s));
+        e.u32(entry.level as u32);
+        e.u64(self.rng);
+    }
+
+    /// Rebuilds a graph from its image, checking every link and level so that a damaged image
+    /// can never send a search out of bounds.
+    pub(crate) fn decode(d: &mut Dec, dim: usize, params: HnswParams, vectors: Vec<f32>, level0: Vec<u32>) -> Result<Hnsw> {
+        let mut h = Hnsw::new(dim, params);
+        let levels: Vec<i8> = d.array::<u8>()?.into_iter().map(|l| l as i8).collect();
+        let cap = levels.len();
+        if vectors.len() != cap * dim || level0.len() != cap * (1 + h.m0) {
+            return Err(d.error("vector or link arrays do not match the node count"));
+        }
+        if levels.iter().any(|&l| !(NOT_IN_GRAPH..=30).contains(&l)) {
+            return Err(d.error("node level out of range"));
+        }
+        let check = |list: &[u32], max: usize| -> bool {
+            let n = list[0] as usize;
+            n <= max && list[1..=n].iter().all(|&x| (x as usize) < cap)
+        };
+        for (slot, block) in level0.chunks_exact(1 + h.m0).enumerate() {
+            if !check(block, h.m0) {
+                return Err(d.error(format!("bad level-0 links of node {slot}")));
+            }
+        }
+        let mut upper: Vec<Box<[AtomicU32]>> = Vec::with_capacity(cap);
+        for &l in &levels {
+            if l <= 0 {
+                upper.push(Box::new([]));
+                continue;
+            }
+            let raw: Vec<u32> = d.array()?;
+            if raw.len() != l as usize * (1 + h.m) || !raw.chunks_exact(1 + h.m).all(|b| check(b, h.m)) {
+                return Err(d.error("bad upper-level links"));
+            }
+            upper.push(raw.into_iter().map(AtomicU32::new).collect());
+        }
+        let (slot, level) = (d.u32()?, d.u32()? as usize);
+        let live = levels.iter().filter(|&&l| l >= 0).count();
+        let entry = match slot {
+            u32::MAX if live == 0 => Entry { slot: None, level: 0 },
+            s if (s as usize) < cap && levels[s as usize] as isize == level as isize => Entry { slot: Some(s), level },
+            _ => return Err(d.error("bad entry point")),
+        };
+        h.rng = d.u64()?;
+        h.vectors = vectors;
+        h.level0 = level0.into_iter().map(AtomicU32::new).collect();
+        h.upper = upper;
+        h.locks = (0..cap).map(|_| Mutex::new(())).collect();
+        h.levels = levels;
+        h.entry = Mutex::new(entry);
+        h.live = live;
+        Ok(h)
     }
 
     /// Removes `slot` from the graph: each neighbour gets its list rebuilt from its own and the

@@ -12,7 +12,11 @@ use crate::filter::{Filter, Resolved};
 use crate::fusion::{fuse, FusionParams, Hit};
 use crate::hnsw::{Hnsw, HnswParams};
 use crate::records::{validate_name, Record, Records};
+use crate::store::codec::{Dec, Enc};
 use crate::tokenize::{Tokenizer, TokenizerOptions};
+
+/// Version of the index image inside snapshots.
+const IMAGE_VERSION: u32 = 1;
 
 /// Records from which a hybrid search runs its two legs in parallel.
 const PARALLEL_LEGS_MIN: usize = 20_000;
@@ -425,6 +429,63 @@ impl HybridIndex {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// The index as three parts for a snapshot: everything small in one encoded block, plus
+    /// the vectors and the level-0 links as raw arrays (written without copying).
+    pub fn image(&self) -> (Vec<u8>, &[f32], &[u32]) {
+        let mut e = Enc::default();
+        let c = &self.config;
+        e.u32(IMAGE_VERSION);
+        e.u64(c.dim as u64);
+        e.u8(matches!(c.metric, Metric::InnerProduct) as u8);
+        e.u64(c.m as u64);
+        e.u64(c.ef_construction as u64);
+        e.bool(c.tokenizer.stem);
+        e.bool(c.tokenizer.stopwords);
+        e.f32(c.bm25.k1);
+        e.f32(c.bm25.b);
+        e.u64(c.seed);
+        e.u64(c.max_text_bytes as u64);
+        e.u64(c.exact_threshold as u64);
+        self.records.encode(&mut e);
+        self.bm25.encode(&mut e);
+        self.hnsw.encode(&mut e);
+        let (vectors, links) = self.hnsw.raw_parts();
+        (e.buf, vectors, links)
+    }
+
+    /// Rebuilds an index from [`HybridIndex::image`] parts, validating all of it.
+    pub fn from_image(meta: &[u8], vectors: Vec<f32>, links: Vec<u32>, what: &str) -> Result<HybridIndex> {
+        let mut d = Dec::new(meta, what);
+        let version = d.u32()?;
+        if version > IMAGE_VERSION {
+            return Err(EngineError::FormatVersion { path: what.to_owned(), found: version, supported: IMAGE_VERSION });
+        }
+        let config = IndexConfig {
+            dim: d.u64()? as usize,
+            metric: if d.u8()? == 1 { Metric::InnerProduct } else { Metric::Cosine },
+            m: d.u64()? as usize,
+            ef_construction: d.u64()? as usize,
+            tokenizer: TokenizerOptions { stem: d.bool()?, stopwords: d.bool()? },
+            bm25: Bm25Params { k1: d.f32()?, b: d.f32()? },
+            seed: d.u64()?,
+            max_text_bytes: d.u64()? as usize,
+            threads: 0,
+            exact_threshold: d.u64()? as usize,
+        };
+        config.validate().map_err(|e| d.error(format!("bad index settings: {e}")))?;
+        let records = Records::decode(&mut d)?;
+        let bm25 = Bm25::decode(&mut d, config.bm25, &records.alive)?;
+        let params = HnswParams { m: config.m, ef_construction: config.ef_construction, seed: config.seed };
+        let hnsw = Hnsw::decode(&mut d, config.dim, params, vectors, links)?;
+        d.finish()?;
+        if hnsw.capacity() > records.capacity()
+            || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize])
+        {
+            return Err(d.error("graph nodes without records"));
+        }
+        Ok(HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), records, bm25, hnsw, config })
     }
 
     pub fn get(&self, id: u64) -> Option<Record> {

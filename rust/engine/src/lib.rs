@@ -13,6 +13,7 @@ pub mod fusion;
 pub mod hnsw;
 pub mod index;
 pub mod records;
+pub mod store;
 pub mod tokenize;
 pub mod topk;
 mod visited;

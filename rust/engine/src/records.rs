@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::error::{EngineError, Result};
+use crate::store::codec::{Dec, Enc};
 
 /// One stored record, as given to [`crate::HybridIndex::add`] and returned by `get`.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +83,43 @@ impl Names {
 
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// Image: the names by id (freed ids as empty strings); counts are rebuilt on load.
+    fn encode(&self, e: &mut Enc) {
+        e.u64(self.names.len() as u64);
+        for n in &self.names {
+            e.str(n);
+        }
+    }
+
+    /// Rebuilds the table from its image and the column of ids that `alive` records use.
+    fn decode(d: &mut Dec, column: &[u32], alive: &[bool]) -> Result<Names> {
+        let n = d.count(4)?;
+        let mut names: Vec<Box<str>> = Vec::with_capacity(n);
+        for _ in 0..n {
+            names.push(d.str()?.into());
+        }
+        let mut refs = vec![0usize; n];
+        for (&id, &live) in column.iter().zip(alive) {
+            match (live, id) {
+                (false, 0) | (true, 0) => {}
+                (true, id) if (id as usize) <= n && !names[id as usize - 1].is_empty() => refs[id as usize - 1] += 1,
+                _ => return Err(d.error(format!("record refers to unknown name id {id}"))),
+            }
+        }
+        let mut ids = HashMap::with_capacity(n);
+        let mut free = Vec::new();
+        for (i, name) in names.iter_mut().enumerate() {
+            if refs[i] == 0 {
+                *name = "".into();
+                free.push(i as u32 + 1);
+            } else if ids.insert(name.clone(), i as u32 + 1).is_some() {
+                return Err(d.error(format!("name {name:?} appears twice")));
+            }
+        }
+        free.reverse();
+        Ok(Names { ids, names, refs, free })
     }
 }
 
@@ -242,6 +280,100 @@ impl Records {
 
     pub fn all_slots(&self) -> impl Iterator<Item = u32> + '_ {
         self.alive.iter().enumerate().filter(|(_, &a)| a).map(|(s, _)| s as u32)
+    }
+
+    /// Image of the table: columns, texts and payloads (empty in freed slots), the free list
+    /// and the name tables. Orderings and the id map are derived, so they are rebuilt on load.
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.array(&self.ids);
+        e.array(&self.timestamps);
+        e.array(&self.namespace);
+        e.array(&self.session);
+        e.array(&self.importance);
+        let alive: Vec<u8> = self.alive.iter().map(|&a| a as u8).collect();
+        e.array(&alive);
+        for (t, p) in self.texts.iter().zip(&self.payloads) {
+            e.str(t);
+            e.bytes(p);
+        }
+        e.array(&self.free);
+        self.namespaces.encode(e);
+        self.sessions.encode(e);
+    }
+
+    pub(crate) fn decode(d: &mut Dec) -> Result<Records> {
+        let ids: Vec<u64> = d.array()?;
+        let n = ids.len();
+        let timestamps: Vec<i64> = d.array()?;
+        let namespace: Vec<u32> = d.array()?;
+        let session: Vec<u32> = d.array()?;
+        let importance: Vec<f32> = d.array()?;
+        let alive_raw: Vec<u8> = d.array()?;
+        if [timestamps.len(), namespace.len(), session.len(), importance.len(), alive_raw.len()]
+            .iter()
+            .any(|&l| l != n)
+        {
+            return Err(d.error("record columns differ in length"));
+        }
+        if alive_raw.iter().any(|&a| a > 1) {
+            return Err(d.error("bad liveness flag"));
+        }
+        let alive: Vec<bool> = alive_raw.into_iter().map(|a| a == 1).collect();
+        let mut texts = Vec::with_capacity(n);
+        let mut payloads = Vec::with_capacity(n);
+        let mut text_bytes = 0;
+        for s in 0..n {
+            let t = d.str()?;
+            let p = d.bytes()?;
+            if !alive[s] && !(t.is_empty() && p.is_empty()) {
+                return Err(d.error(format!("freed slot {s} still holds data")));
+            }
+            text_bytes += t.len();
+            texts.push(Box::<str>::from(t));
+            payloads.push(Box::<[u8]>::from(p));
+        }
+        let free: Vec<u32> = d.array()?;
+        let mut seen = vec![false; n];
+        for &f in &free {
+            if f as usize >= n || alive[f as usize] || std::mem::replace(&mut seen[f as usize], true) {
+                return Err(d.error(format!("bad free slot {f}")));
+            }
+        }
+        let namespaces = Names::decode(d, &namespace, &alive)?;
+        let sessions = Names::decode(d, &session, &alive)?;
+        let mut slot_of = HashMap::with_capacity(n - free.len());
+        let mut by_namespace_time = Vec::with_capacity(n);
+        let mut by_time = Vec::with_capacity(n);
+        for s in (0..n).filter(|&s| alive[s]) {
+            if namespace[s] == 0 {
+                return Err(d.error(format!("record in slot {s} has no namespace")));
+            }
+            if slot_of.insert(ids[s], s as u32).is_some() {
+                return Err(d.error(format!("id {} appears twice", ids[s])));
+            }
+            by_namespace_time.push((namespace[s], timestamps[s], s as u32));
+            by_time.push((timestamps[s], s as u32));
+        }
+        // Sorted input builds each B-tree in one pass.
+        by_namespace_time.sort_unstable();
+        by_time.sort_unstable();
+        Ok(Records {
+            ids,
+            slot_of,
+            timestamps,
+            namespace,
+            session,
+            texts,
+            payloads,
+            importance,
+            alive,
+            free,
+            namespaces,
+            sessions,
+            by_namespace_time: by_namespace_time.into_iter().collect(),
+            by_time: by_time.into_iter().collect(),
+            text_bytes,
+        })
     }
 
     pub fn record(&self, slot: u32, vector: Option<Vec<f32>>) -> Record {

@@ -1,0 +1,424 @@
+//! The durable store: one folder, one writer, a write-ahead log and snapshots.
+//!
+//! Files: `LOCK` (the writer's advisory lock), `snapshot-<generation>.trimem` (the state as of
+//! the start of log `generation`) and `wal-<generation>.log` (changes since that snapshot).
+//! A checkpoint writes snapshot `g + 1` (temporary file, fsync, rename, folder fsync), starts
+//! log `g + 1`, then removes generation `g`'s files, so purged data leaves the folder. Opening
+//! loads the newest snapshot, replays the logs from its generation on, cuts a torn log tail
+//! and removes files a crash left behind. The log payloads are opaque to the engine: the
+//! caller (the Python layer) encodes and applies its own operations.
+//!
+//! File names are fixed patterns; no caller-supplied id or name ever becomes a path.
+
+pub mod codec;
+pub mod fs;
+pub mod snapshot;
+pub mod wal;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{EngineError, Result};
+use crate::index::HybridIndex;
+use fs::{io_error, Faults};
+use snapshot::{Body, Part};
+pub use wal::Durability;
+use wal::Wal;
+
+const LOCK_FILE: &str = "LOCK";
+const STATE_SECTION: &str = "state";
+
+fn snapshot_name(generation: u64) -> String {
+    format!("snapshot-{generation:016x}.trimem")
+}
+
+fn wal_name(generation: u64) -> String {
+    format!("wal-{generation:016x}.log")
+}
+
+/// (kind, generation) of a store file name; `None` for anything else.
+fn parse_name(name: &str) -> Option<(&'static str, u64)> {
+    let parse = |hex: &str| (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten();
+    if let Some(g) = name.strip_prefix("snapshot-").and_then(|r| r.strip_suffix(".trimem")) {
+        return parse(g).map(|g| ("snapshot", g));
+    }
+    if let Some(g) = name.strip_prefix("snapshot-").and_then(|r| r.strip_suffix(".tmp")) {
+        return parse(g).map(|g| ("tmp", g));
+    }
+    if let Some(g) = name.strip_prefix("wal-").and_then(|r| r.strip_suffix(".log")) {
+        return parse(g).map(|g| ("wal", g));
+    }
+    None
+}
+
+/// What opening the store found and did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recovery {
+    pub generation: u64,
+    pub snapshot: bool,
+    pub log_records: usize,
+    /// Bytes of a torn log tail that were cut off (an append that never completed).
+    pub torn_bytes: usize,
+    /// Files of older generations or unfinished snapshots that were removed.
+    pub removed_files: Vec<String>,
+    pub seconds: f64,
+}
+
+/// A freshly opened store with what it holds, for the caller to take.
+pub struct Opened {
+    pub store: Store,
+    /// The caller's state blob from the snapshot.
+    pub state: Option<Vec<u8>>,
+    pub indexes: Vec<(String, HybridIndex)>,
+    /// Log records after the snapshot, oldest first.
+    pub log: Vec<Vec<u8>>,
+}
+
+pub struct Store {
+    dir: PathBuf,
+    _lock: File,
+    wal: Wal,
+    faults: Arc<Faults>,
+    flusher: Option<Flusher>,
+    recovery: Recovery,
+    /// Set when the store can no longer accept writes safely (see the message).
+    broken: Option<String>,
+}
+
+fn check_section_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name != STATE_SECTION;
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidArgument(format!(
+            "index name {name:?} must be 1-64 ASCII letters, digits or '_' (and not {STATE_SECTION:?})"
+        )))
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path, durability: Durability) -> Result<Opened> {
+        let started = Instant::now();
+        std::fs::create_dir_all(dir).map_err(|e| io_error("cannot create folder", dir, e))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io_error("cannot open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(EngineError::Locked(dir.display().to_string()))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_error("cannot lock", &lock_path, e)),
+        }
+        let faults = Arc::new(Faults::default());
+        let mut snapshots = Vec::new();
+        let mut wals = Vec::new();
+        let mut temps = Vec::new();
+        let entries = std::fs::read_dir(dir).map_err(|e| io_error("cannot list", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("cannot list", dir, e))?;
+            let name = entry.file_name();
+            match name.to_str().and_then(parse_name) {
+                Some(("snapshot", g)) => snapshots.push(g),
+                Some(("wal", g)) => wals.push(g),
+                Some((_, _)) => temps.push(name.to_string_lossy().into_owned()),
+                None => {}
+            }
+        }
+        let generation = snapshots.iter().copied().max().unwrap_or(0);
+        let mut recovery = Recovery { generation, snapshot: !snapshots.is_empty(), ..Default::default() };
+        let (state, indexes) = if recovery.snapshot {
+            load_snapshot(&dir.join(snapshot_name(generation)), generation, &faults)?
+        } else {
+            (None, Vec::new())
+        };
+        wals.sort_unstable();
+        let live: Vec<u64> = wals.iter().copied().filter(|&g| g >= generation).collect();
+        let mut log = Vec::new();
+        let mut current = None;
+        for (i, &g) in live.iter().enumerate() {
+            let (w, records, torn) = Wal::open(&dir.join(wal_name(g)), durability, &faults)?;
+            if w.generation() != g {
+                return Err(EngineError::Corrupted(format!("{} claims generation {}", wal_name(g), w.generation())));
+            }
+            if torn > 0 && i + 1 < live.len() {
+                return Err(EngineError::Corrupted(format!("{} is cut short but later logs exist", wal_name(g))));
+            }
+            recovery.torn_bytes += torn;
+            log.extend(records);
+            current = Some(w);
+        }
+        let wal = match current {
+            Some(w) => w,
+            None => {
+                let w = Wal::create(&dir.join(wal_name(generation)), generation, durability, &faults)?;
+                fs::sync_dir(dir)?;
+                w
+            }
+        };
+        recovery.log_records = log.len();
+        let old = snapshots.iter().filter(|&&g| g < generation).map(|&g| snapshot_name(g));
+        let old_wals = wals.iter().filter(|&&g| g < generation).map(|&g| wal_name(g));
+        let leftovers: Vec<String> = old.chain(old_wals).chain(temps).collect();
+        for name in &leftovers {
+            fs::remove(&dir.join(name))?;
+        }
+        if !leftovers.is_empty() {
+            fs::sync_dir(dir)?;
+        }
+        recovery.removed_files = leftovers;
+        recovery.seconds = started.elapsed().as_secs_f64();
+        let flusher = match durability {
+            Durability::Buffered => Some(Flusher::start(wal.file().try_clone_file()?)),
+            Durability::Fsync => None,
+        };
+        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, flusher, recovery, broken: None };
+        Ok(Opened { store, state, indexes, log })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.wal.durability()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.wal.generation()
+    }
+
+    /// Bytes in the current log (what a reopen would replay).
+    pub fn log_bytes(&self) -> u64 {
+        self.wal.len()
+    }
+
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &self.broken {
+            Some(why) => Err(EngineError::Io(format!("the store refuses writes: {why}; reopen it"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends operations as one log write. With fsync durability it returns once they are on
+    /// disk; if it fails, none of them is in the log.
+    pub fn append(&mut self, payloads: &[&[u8]]) -> Result<()> {
+        self.check_writable()?;
+        self.wal.append(payloads)?;
+        if let Some(f) = &self.flusher {
+            f.mark_dirty();
+        }
+        Ok(())
+    }
+
+    /// Forces buffered appends to disk.
+    pub fn sync(&mut self) -> Result<()> {
+        self.wal.sync()
+    }
+
+    /// Writes a snapshot of `indexes` and `state` and starts a new, empty log; the previous
+    /// generation's files are removed (so forgotten data leaves the folder). The caller must
+    /// keep writers out for the duration; readers of the indexes may continue.
+    pub fn checkpoint(&mut self, indexes: &[(&str, &HybridIndex)], state: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        for (name, _) in indexes {
+            check_section_name(name)?;
+        }
+        let old = self.wal.generation();
+        let next = old + 1;
+        let tmp = self.dir.join(format!("snapshot-{next:016x}.tmp"));
+        let written = write_snapshot(&tmp, next, indexes, state, &self.faults)
+            .and_then(|()| fs::rename(&tmp, &self.dir.join(snapshot_name(next))))
+            .and_then(|()| fs::sync_dir(&self.dir));
+        if let Err(e) = written {
+            let _ = fs::remove(&tmp);
+            return Err(e);
+        }
+        // From here the new snapshot is the truth: appends must go to the new log, or a reopen
+        // would skip them. If it cannot be started, refuse writes rather than lose them.
+        let durability = self.wal.durability();
+        let path = self.dir.join(wal_name(next));
+        let started = Wal::create(&path, next, durability, &self.faults).and_then(|w| {
+            fs::sync_dir(&self.dir)?;
+            Ok(w)
+        });
+        match started {
+            Ok(w) => self.wal = w,
+            Err(e) => {
+                self.broken = Some(format!("a checkpoint could not start its new log ({e})"));
+                return Err(e);
+            }
+        }
+        if let Some(f) = &self.flusher {
+            f.replace(self.wal.file().try_clone_file()?);
+        }
+        fs::remove(&self.dir.join(wal_name(old)))?;
+        fs::remove(&self.dir.join(snapshot_name(old)))?;
+        fs::sync_dir(&self.dir)
+    }
+
+    /// Flushes and closes (also done on drop).
+    pub fn close(mut self) -> Result<()> {
+        self.stop_flusher();
+        self.wal.sync()
+    }
+
+    fn stop_flusher(&mut self) {
+        if let Some(f) = self.flusher.take() {
+            f.stop();
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.stop_flusher();
+        let _ = self.wal.sync();
+    }
+}
+
+fn write_snapshot(
+    path: &Path,
+    generation: u64,
+    indexes: &[(&str, &HybridIndex)],
+    state: &[u8],
+    faults: &Arc<Faults>,
+) -> Result<()> {
+    let mut w = snapshot::Writer::create(path, generation, faults)?;
+    w.section(STATE_SECTION, Part::Bytes(state))?;
+    for (name, index) in indexes {
+        let (meta, vectors, links) = index.image();
+        w.section(&format!("{name}.meta"), Part::Bytes(&meta))?;
+        w.section(&format!("{name}.vectors"), Part::F32(vectors))?;
+        w.section(&format!("{name}.links"), Part::U32(links))?;
+    }
+    w.finish()
+}
+
+type Loaded = (Option<Vec<u8>>, Vec<(String, HybridIndex)>);
+
+fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<Loaded> {
+    let what = path.display().to_string();
+    let (claimed, sections) = snapshot::read(path, faults)?;
+    if claimed != generation {
+        return Err(EngineError::Corrupted(format!("{what} claims generation {claimed}")));
+    }
+    let mut state = None;
+    let mut parts: Vec<(String, Option<Vec<u8>>, Option<Vec<f32>>, Option<Vec<u32>>)> = Vec::new();
+    for (name, body) in sections {
+        if name == STATE_SECTION {
+            match body {
+                Body::Bytes(b) => state = Some(b),
+                _ => return Err(EngineError::Corrupted(format!("{what}: bad state section"))),
+            }
+            continue;
+        }
+        let Some((index, part)) = name.rsplit_once('.') else {
+            return Err(EngineError::Corrupted(format!("{what}: unknown section {name:?}")));
+        };
+        let at = match parts.iter().position(|p| p.0 == index) {
+            Some(i) => i,
+            None => {
+                parts.push((index.to_owned(), None, None, None));
+                parts.len() - 1
+            }
+        };
+        let slot = &mut parts[at];
+        match (part, body) {
+            ("meta", Body::Bytes(b)) if slot.1.is_none() => slot.1 = Some(b),
+            ("vectors", Body::F32(v)) if slot.2.is_none() => slot.2 = Some(v),
+            ("links", Body::U32(l)) if slot.3.is_none() => slot.3 = Some(l),
+            _ => return Err(EngineError::Corrupted(format!("{what}: unexpected section {name:?}"))),
+        }
+    }
+    let mut indexes = Vec::new();
+    for (name, meta, vectors, links) in parts {
+        let (Some(meta), Some(vectors), Some(links)) = (meta, vectors, links) else {
+            return Err(EngineError::Corrupted(format!("{what}: index {name:?} is incomplete")));
+        };
+        let index = HybridIndex::from_image(&meta, vectors, links, &format!("{what} index {name:?}"))?;
+        indexes.push((name, index));
+    }
+    Ok((state, indexes))
+}
+
+/// Background fsync for buffered durability: at most a second of appends is at risk.
+struct Flusher {
+    shared: Arc<(Mutex<FlushState>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct FlushState {
+    file: File,
+    dirty: bool,
+    stop: bool,
+}
+
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+impl Flusher {
+    fn start(file: File) -> Flusher {
+        let shared = Arc::new((Mutex::new(FlushState { file, dirty: false, stop: false }), Condvar::new()));
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("trimem-flush".into())
+            .spawn(move || {
+                let (lock, cv) = &*s;
+                let mut st = lock.lock();
+                loop {
+                    if st.dirty {
+                        st.dirty = false;
+                        let _ = st.file.sync_data();
+                    }
+                    if st.stop {
+                        return;
+                    }
+                    cv.wait_for(&mut st, FLUSH_EVERY);
+                }
+            })
+            .ok();
+        Flusher { shared, thread }
+    }
+
+    fn mark_dirty(&self) {
+        self.shared.0.lock().dirty = true;
+    }
+
+    fn replace(&self, file: File) {
+        let mut st = self.shared.0.lock();
+        st.file = file;
+        st.dirty = true;
+    }
+
+    fn stop(mut self) {
+        {
+            let mut st = self.shared.0.lock();
+            st.stop = true;
+            st.dirty = true;
+        }
+        self.shared.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

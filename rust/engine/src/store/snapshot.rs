@@ -1,0 +1,177 @@
+//! Snapshot files: a header, then named sections `kind | name | length | header crc | body |
+//! body crc`, then an end section holding the section count. Large arrays (vectors, links)
+//! are written straight from memory and read straight into their final buffers.
+//!
+//! A snapshot is written to a temporary file, fsynced, renamed into place and the folder
+//! fsynced, so a snapshot file that exists is complete; any damage to it is corruption.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::codec::{bytes_of, bytes_of_mut, crc, crc_append, Plain};
+use super::fs::{DataFile, Faults};
+use crate::error::{EngineError, Result};
+
+pub const MAGIC: &[u8; 8] = b"TRIMEMSN";
+pub const VERSION: u32 = 1;
+const HEADER_LEN: usize = 24;
+const END: &str = "end";
+
+/// A section body: bytes to decode, or a raw array.
+pub enum Body {
+    Bytes(Vec<u8>),
+    F32(Vec<f32>),
+    U32(Vec<u32>),
+}
+
+impl Body {
+    fn kind(&self) -> u8 {
+        match self {
+            Body::Bytes(_) => 0,
+            Body::F32(_) => 1,
+            Body::U32(_) => 2,
+        }
+    }
+}
+
+/// A borrowed section body to write.
+pub enum Part<'a> {
+    Bytes(&'a [u8]),
+    F32(&'a [f32]),
+    U32(&'a [u32]),
+}
+
+pub struct Writer {
+    file: DataFile,
+    sections: u64,
+}
+
+impl Writer {
+    pub fn create(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<Self> {
+        let mut file = DataFile::create_new(path, faults)?;
+        let mut h = Vec::with_capacity(HEADER_LEN);
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&VERSION.to_le_bytes());
+        h.extend_from_slice(&generation.to_le_bytes());
+        h.extend_from_slice(&crc(&h).to_le_bytes());
+        file.write_all(&h)?;
+        Ok(Writer { file, sections: 0 })
+    }
+
+    pub fn section(&mut self, name: &str, part: Part) -> Result<()> {
+        let (kind, body) = match part {
+            Part::Bytes(b) => (0u8, b),
+            Part::F32(v) => (1, bytes_of(v)),
+            Part::U32(v) => (2, bytes_of(v)),
+        };
+        let mut head = vec![kind];
+        head.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        head.extend_from_slice(&crc(&head).to_le_bytes());
+        self.file.write_all(&head)?;
+        // Large bodies go down in chunks so the checksum runs while the data is in cache.
+        let mut c = 0;
+        for chunk in body.chunks(8 << 20) {
+            c = crc_append(c, chunk);
+            self.file.write_all(chunk)?;
+        }
+        self.file.write_all(&c.to_le_bytes())?;
+        self.sections += 1;
+        Ok(())
+    }
+
+    /// Writes the end section and fsyncs; the caller renames the file into place.
+    pub fn finish(mut self) -> Result<()> {
+        let n = self.sections;
+        self.section(END, Part::Bytes(&n.to_le_bytes()))?;
+        self.file.sync()
+    }
+}
+
+/// Reads a whole snapshot: its generation and its sections in order.
+pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body)>)> {
+    let what = path.display().to_string();
+    let corrupt = |why: String| EngineError::Corrupted(format!("{what}: {why}"));
+    let mut file = DataFile::open(path, faults)?;
+    let size = file.len()?;
+    let mut h = [0u8; HEADER_LEN];
+    if size < HEADER_LEN as u64 {
+        return Err(corrupt("shorter than its header".into()));
+    }
+    file.read_exact(&mut h)?;
+    if &h[..8] != MAGIC || crc(&h[..20]) != u32::from_le_bytes(h[20..].try_into().expect("4 bytes")) {
+        return Err(corrupt("not a trimem snapshot (bad header)".into()));
+    }
+    let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+    if version > VERSION {
+        return Err(EngineError::FormatVersion { path: what, found: version, supported: VERSION });
+    }
+    let generation = u64::from_le_bytes(h[12..20].try_into().expect("8 bytes"));
+    let mut pos = HEADER_LEN as u64;
+    let mut sections = Vec::new();
+    loop {
+        let mut fixed = [0u8; 3];
+        if pos + 3 > size {
+            return Err(corrupt("ends before its end section".into()));
+        }
+        file.read_exact(&mut fixed)?;
+        let (kind, name_len) = (fixed[0], u16::from_le_bytes([fixed[1], fixed[2]]) as u64);
+        if pos + 3 + name_len + 12 > size {
+            return Err(corrupt(format!("section header at byte {pos} runs past the end")));
+        }
+        let mut rest = vec![0u8; name_len as usize + 12];
+        file.read_exact(&mut rest)?;
+        let mut head = fixed.to_vec();
+        head.extend_from_slice(&rest[..name_len as usize + 8]);
+        let stored = u32::from_le_bytes(rest[name_len as usize + 8..].try_into().expect("4 bytes"));
+        if crc(&head) != stored {
+            return Err(corrupt(format!("section header at byte {pos} fails its checksum")));
+        }
+        let name = String::from_utf8(rest[..name_len as usize].to_vec())
+            .map_err(|_| corrupt(format!("section name at byte {pos} is not UTF-8")))?;
+        let len = u64::from_le_bytes(rest[name_len as usize..name_len as usize + 8].try_into().expect("8 bytes"));
+        let body_at = pos + 3 + name_len + 12;
+        if len > size - body_at || size - body_at - len < 4 {
+            return Err(corrupt(format!("section {name:?} runs past the end")));
+        }
+        let body = match kind {
+            0 => Body::Bytes(read_array::<u8>(&mut file, len, &name, &what)?),
+            1 => Body::F32(read_array::<f32>(&mut file, len, &name, &what)?),
+            2 => Body::U32(read_array::<u32>(&mut file, len, &name, &what)?),
+            k => return Err(corrupt(format!("section {name:?} has unknown kind {k}"))),
+        };
+        pos = body_at + len + 4;
+        if name == END {
+            let Body::Bytes(b) = &body else { return Err(corrupt("bad end section".into())) };
+            if b.len() != 8 || u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) != sections.len() as u64 {
+                return Err(corrupt("the end section's count disagrees".into()));
+            }
+            if pos != size {
+                return Err(corrupt(format!("{} bytes after the end section", size - pos)));
+            }
+            return Ok((generation, sections));
+        }
+        debug_assert_eq!(body.kind(), kind);
+        sections.push((name, body));
+    }
+}
+
+fn read_array<T: Plain>(file: &mut DataFile, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>() as u64;
+    if len % size != 0 {
+        return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
+    }
+    let mut out = vec![T::default(); (len / size) as usize];
+    let mut c = 0;
+    for chunk in bytes_of_mut(&mut out).chunks_mut(8 << 20) {
+        file.read_exact(chunk)?;
+        c = crc_append(c, chunk);
+    }
+    let mut stored = [0u8; 4];
+    file.read_exact(&mut stored)?;
+    if c != u32::from_le_bytes(stored) {
+        return Err(EngineError::Corrupted(format!("{what}: section {name:?} fails its checksum")));
+    }
+    Ok(out)
+}
