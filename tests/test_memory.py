@@ -12,8 +12,7 @@ import pytest
 
 import trimem
 from trimem import Memory
-from trimem.memory import LOG_NAME, EmbedderMismatchError
-from trimem.store import StoreCorruptedError, StoreLockedError
+from trimem.errors import EmbedderMismatchError, StoreCorruptedError, StoreLockedError
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
 
@@ -150,7 +149,7 @@ def test_store_reopens_with_everything(tmp_path: Path) -> None:
         mem.facts.alias("primary_language", ["编程语言"])
         mem.knowledge.add("Policy: code review within 24h", source="review.md")
         gone = mem.retain("delete me", user_id="u1")
-        mem.forget([gone.id])
+        mem.forget([gone.id], user_id="u1")
     with Memory(path, embedder="hashing") as mem:
         assert mem.get(ep.id) == ep
         with pytest.raises(trimem.UnknownIdError):
@@ -178,7 +177,7 @@ def test_store_cuts_torn_tail_and_reports_corruption(tmp_path: Path) -> None:
     with Memory(path, embedder=None) as mem:
         for i in range(5):
             mem.retain(f"event {i}", user_id="u1")
-    log = path / LOG_NAME
+    log = path / "wal-0000000000000000.log"
     data = log.read_bytes()
     log.write_bytes(data[:-3])  # a crash mid-append
     with Memory(path, embedder=None) as mem:
@@ -198,7 +197,9 @@ def test_forget_user_removes_episodes_and_facts(tmp_path: Path) -> None:
         mem.retain("u1 likes tea", user_id="u1")
         mem.retain("u2 likes coffee", user_id="u2")
         mem.facts.set("drink", "tea", user_id="u1")
-        assert mem.forget(user_id="u1") == 1
+        with pytest.raises(trimem.InvalidArgumentError, match="everything=True"):
+            mem.forget(user_id="u1")
+        assert mem.forget(user_id="u1", everything=True) == 1
         assert mem.episodes(user_id="u1") == [] and mem.facts.list(user_id="u1") == []
         assert len(mem.episodes(user_id="u2")) == 1
     with Memory(tmp_path / "m", embedder="hashing") as mem:

@@ -17,7 +17,7 @@ Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and r
 ['node.js', 'node', 'js', 'on', '8080']
 """
 
-from trimem._core import HybridIndex, Hits, StoredRecord, build_profile, simd_kernel, tokenize
+from trimem._core import HybridIndex, Hits, Store, StoredRecord, build_profile, simd_kernel, tokenize
 from trimem.errors import (
     DimensionError,
     DTypeError,
@@ -26,6 +26,12 @@ from trimem.errors import (
     InvalidNameError,
     InvalidTimeRangeError,
     InvalidVectorError,
+    EmbedderMismatchError,
+    StoreCorruptedError,
+    StoreError,
+    StoreIOError,
+    StoreLockedError,
+    StoreVersionError,
     TextTooLongError,
     TrimemError,
     UnknownIdError,
@@ -62,6 +68,13 @@ __all__ = [
     "InvalidNameError",
     "InvalidTimeRangeError",
     "InvalidVectorError",
+    "EmbedderMismatchError",
+    "Store",
+    "StoreCorruptedError",
+    "StoreError",
+    "StoreIOError",
+    "StoreLockedError",
+    "StoreVersionError",
     "StoredRecord",
     "TextTooLongError",
     "TrimemError",

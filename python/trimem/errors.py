@@ -1,7 +1,8 @@
 """trimem's exception hierarchy (defined once, in the native module).
 
 Every error trimem raises derives from :class:`TrimemError`. Argument mistakes also derive from
-:class:`ValueError` (unknown ids from :class:`LookupError`), so generic handlers keep working:
+:class:`ValueError` (unknown ids from :class:`LookupError`, store I/O failures from
+:class:`OSError`), so generic handlers keep working:
 
 >>> import numpy as np, trimem
 >>> idx = trimem.HybridIndex(dim=3)
@@ -21,10 +22,20 @@ from trimem._core import (
     InvalidNameError,
     InvalidTimeRangeError,
     InvalidVectorError,
+    StoreCorruptedError,
+    StoreError,
+    StoreIOError,
+    StoreLockedError,
+    StoreVersionError,
     TextTooLongError,
     TrimemError,
     UnknownIdError,
 )
+
+
+class EmbedderMismatchError(StoreError):
+    """The store was built with another embedder; vectors from two models do not mix."""
+
 
 __all__ = [
     "DTypeError",
@@ -34,6 +45,12 @@ __all__ = [
     "InvalidNameError",
     "InvalidTimeRangeError",
     "InvalidVectorError",
+    "EmbedderMismatchError",
+    "StoreCorruptedError",
+    "StoreError",
+    "StoreIOError",
+    "StoreLockedError",
+    "StoreVersionError",
     "TextTooLongError",
     "TrimemError",
     "UnknownIdError",

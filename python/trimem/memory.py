@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from trimem._core import HybridIndex, Hits, tokenize
-from trimem.errors import InvalidArgumentError, UnknownIdError
+from trimem._core import HybridIndex, Hits, Store, tokenize
+from trimem.errors import EmbedderMismatchError, InvalidArgumentError, StoreError, UnknownIdError
 from trimem.ops import (
+    MemoryState,
     Op,
     OpAlias,
     OpCursor,
@@ -41,7 +42,9 @@ from trimem.ops import (
     OpPin,
     OpRetain,
     decode_op,
+    decode_state,
     encode_op,
+    encode_state,
 )
 from trimem.recall import RecallBundle
 from trimem.records import (
@@ -52,15 +55,14 @@ from trimem.records import (
     RecalledKnowledge,
     Scored,
     ToolCall,
-    decode_episode,
     decode_knowledge,
-    encode,
+    episode_from_record,
+    episode_payload,
 )
 from trimem.reflect import Extractor, RuleExtractor
 from trimem.rewrite import MemoryIntent, Rewriter, RuleRewriter
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 from trimem.semantic import Facts, KnowledgeBase
-from trimem.store import OpLog, StoreError
 from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros
 from trimem.working import WorkingMemory
 
@@ -68,11 +70,9 @@ log = logging.getLogger("trimem")
 
 MAX_TEXT_CHARS = 100_000
 BM25_K1 = 1.2
-LOG_NAME = "trimem.log"
-
-
-class EmbedderMismatchError(StoreError):
-    """The store was built with another embedder; vectors from two models do not mix."""
+EPISODES, KNOWLEDGE = "episodes", "knowledge"
+# A retain batch beyond this lands as several log records (each atomic on its own).
+MAX_BATCH = 20_000
 
 
 class Memory:
@@ -85,8 +85,11 @@ class Memory:
     `min_bm25_share`, `min_cosine` and `min_cosine_alone` (for hits no keyword matched) are the
     floors that keep weak matches (greetings, rants, logs sharing one word with the question)
     out of recall; `durability` —
-    "fsync" (a write returns once on disk) or "buffered"; `rewriter` and `extractor` plug in
-    your own query rewriter and fact extractor (an LLM, say); `tz` reads relative time.
+    "fsync" (a write returns once on disk) or "buffered" (on disk within a second; a process
+    crash loses nothing, a power cut may lose the last second); `checkpoint_bytes` — the log
+    size at which a snapshot is written (reopening replays at most this much);
+    `rewriter` and `extractor` plug in your own query rewriter and fact extractor (an LLM,
+    say); `tz` reads relative time.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class Memory:
         min_bm25_share: float = 0.3,
         min_cosine: float | None = None,
         min_cosine_alone: float | None = None,
+        checkpoint_bytes: int = 64 << 20,
     ) -> None:
         from trimem.embedders import resolve_embedder
 
@@ -121,14 +125,15 @@ class Memory:
         self._working_ttl = working_ttl
         self._episode_index = HybridIndex(self.dim)
         self._knowledge_index = HybridIndex(self.dim)
-        self._user_episodes: dict[tuple[str, str], list[int]] = {}
+        self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
         self._working: dict[str, WorkingMemory] = {}
         self._last_id = 0
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
         self._reflector: Reflector | None = None
-        self._log: OpLog | None = None
+        self._store: Store | None = None
+        self.checkpoint_bytes = checkpoint_bytes
         self.path = None if path is None else os.fspath(path)
         if self.path is not None:
             self._open(self.path, durability)
@@ -138,39 +143,87 @@ class Memory:
     def _open(self, path: str, durability: str) -> None:
         if os.path.exists(path) and not os.path.isdir(path):
             raise StoreError(f"{path} exists and is not a folder")
-        os.makedirs(path, exist_ok=True)
-        self._log = OpLog(os.path.join(path, LOG_NAME), durability=durability)
+        self._store = Store(path, durability=durability)
         try:
-            self._replay(path)
+            self._load(path)
         except BaseException:
-            self._log.close()
-            self._log = None
+            self._store.close()
+            self._store = None
             raise
 
-    def _replay(self, path: str) -> None:
-        assert self._log is not None
-        name = self.embedder.name if self.embedder is not None else None
-        seen_meta = False
-        for payload in self._log.replay():
+    def _meta(self) -> OpMeta:
+        return OpMeta(embedder=self.embedder.name if self.embedder is not None else None, dim=self.dim)
+
+    def _check_meta(self, meta: OpMeta, path: str) -> None:
+        mine = self._meta()
+        if meta != mine:
+            raise EmbedderMismatchError(
+                f"{path} was built with embedder {meta.embedder!r} (dim {meta.dim}), but this "
+                f"Memory uses {mine.embedder!r} (dim {mine.dim}); pass embedder= matching the store"
+            )
+
+    def _load(self, path: str) -> None:
+        """Restores the latest snapshot, then replays the log written after it."""
+        assert self._store is not None
+        blob = self._store.take_state()
+        if blob is not None:
+            st = decode_state(blob)
+            self._check_meta(st.meta, path)
+            self._last_id = st.last_id
+            self._cursors = {(a, u): i for a, u, i in st.cursors}
+            self._user_last = {(a, u): i for a, u, i in st.user_last}
+            self.facts._load_state(st.facts)
+            self.knowledge._load_state(st.knowledge_sources)
+            for name in (EPISODES, KNOWLEDGE):
+                index = self._store.take_index(name)
+                if index is None:
+                    raise StoreError(f"{path}: the snapshot lacks the {name} index")
+                setattr(self, f"_{name[:-1] if name == EPISODES else name}_index", index)
+        seen_meta = blob is not None
+        for payload in self._store.take_log():
             op = decode_op(payload)
             if isinstance(op, OpMeta):
-                if (op.embedder, op.dim) != (name, self.dim):
-                    raise EmbedderMismatchError(
-                        f"{path} was built with embedder {op.embedder!r} (dim {op.dim}), but this "
-                        f"Memory uses {name!r} (dim {self.dim}); pass embedder= matching the store"
-                    )
+                self._check_meta(op, path)
                 seen_meta = True
-                continue
-            self._apply(op)
+            else:
+                self._apply(op)
         if not seen_meta:
-            self._commit(OpMeta(embedder=name, dim=self.dim))
+            self._commit(self._meta())
+
+    def _state(self) -> MemoryState:
+        return MemoryState(
+            meta=self._meta(), last_id=self._last_id,
+            cursors=[(a, u, i) for (a, u), i in self._cursors.items()],
+            user_last=[(a, u, i) for (a, u), i in self._user_last.items()],
+            facts=self.facts._state(), knowledge_sources=self.knowledge._state())
+
+    def checkpoint(self) -> None:
+        """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
+        Searches continue while it runs; writes wait. A no-op for an in-process memory."""
+        with self._lock:
+            if self._store is not None:
+                self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index)],
+                                       encode_state(self._state()))
+
+    def purge(self) -> None:
+        """Compacts the store so that nothing forgotten remains in the folder: a fresh snapshot
+        without it, and the log and older snapshot that held it deleted."""
+        self.checkpoint()
 
     def _commit(self, op: Op) -> None:
         """Writes `op` to the log (when there is one), then applies it."""
+        self._commit_many([op])
+
+    def _commit_many(self, ops: list[Op]) -> None:
+        """Writes ops in one log write (one fsync; if it fails, none is written), then applies
+        them."""
         with self._lock:
-            if self._log is not None:
-                self._log.append(encode_op(op))
-            self._apply(op)
+            if self._store is not None:
+                self._store.append_many([encode_op(op) for op in ops])
+            for op in ops:
+                self._apply(op)
+            if self._store is not None and self._store.log_bytes >= self.checkpoint_bytes:
+                self.checkpoint()
 
     def _apply(self, op: Op) -> None:
         if isinstance(op, OpRetain):
@@ -190,11 +243,17 @@ class Memory:
             self._cursors[(op.agent_id, op.user_id)] = op.episode_id
 
     def close(self) -> None:
-        """Stops the reflector and closes the store (flushing buffered writes)."""
+        """Stops the reflector and closes the store (flushing buffered writes; a log of more
+        than a few MB is first folded into a snapshot so the next open is fast)."""
         self.stop_reflector()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self._store is not None:
+            with self._lock:
+                try:
+                    if self._store.log_bytes >= min(self.checkpoint_bytes, 4 << 20):
+                        self.checkpoint()
+                finally:
+                    self._store.close()
+                    self._store = None
 
     def __enter__(self) -> Memory:
         return self
@@ -306,8 +365,12 @@ class Memory:
             vectors = self._embed([self._search_text(e) for e in drafts])
         with self._lock:
             episodes = [_with_id(e, self._next_id()) for e in drafts]
+            ops: list[Op] = [
+                OpRetain(episodes=episodes[at:at + MAX_BATCH],
+                         vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes())
+                for at in range(0, len(episodes), MAX_BATCH)]
             try:
-                self._commit(OpRetain(episodes=episodes, vectors=None if vectors is None else vectors.tobytes()))
+                self._commit_many(ops)
             except BaseException:
                 self._last_id -= len(episodes)
                 raise
@@ -315,18 +378,19 @@ class Memory:
 
     def _apply_retain(self, op: OpRetain) -> None:
         eps = op.episodes
+        texts = [self._search_text(e) for e in eps]
         self._episode_index.add(
             ids=np.fromiter((e.id for e in eps), dtype=np.uint64, count=len(eps)),
-            texts=[self._search_text(e) for e in eps],
+            texts=texts,
             timestamps=np.fromiter((e.timestamp for e in eps), dtype=np.int64, count=len(eps)),
             namespaces=[f"{e.agent_id}/{e.user_id}" for e in eps],
             vectors=self._vectors_from(op.vectors, len(eps)),
             sessions=[e.session_id for e in eps],
-            payloads=[encode(e) for e in eps],
+            payloads=[episode_payload(e, t) for e, t in zip(eps, texts)],
             importance=[e.importance for e in eps],
         )
         for e in eps:
-            self._user_episodes.setdefault((e.agent_id, e.user_id), []).append(e.id)
+            self._user_last[(e.agent_id, e.user_id)] = e.id
         self._last_id = max(self._last_id, max(e.id for e in eps))
 
     def get(self, episode_id: int) -> Episode:
@@ -334,42 +398,64 @@ class Memory:
         rec = self._episode_index.get(int(episode_id))
         if rec is None:
             raise UnknownIdError(f"no episode with id {episode_id}")
-        return decode_episode(rec.payload)
+        return episode_from_record(rec)
 
-    def episodes(self, *, user_id: str, agent_id: str = "default") -> list[Episode]:
-        """All of a user's episodes, oldest first."""
-        ids = self._user_episodes.get((check_id("agent_id", agent_id), check_id("user_id", user_id)), [])
-        eps = [decode_episode(r.payload) for r in self._episode_index.get_many(ids) if r is not None]
+    def _episode_ids(self, agent_id: str, user_id: str, *, session_id: str | None = None,
+                     time_range: tuple[TimeLike, TimeLike] | None = None) -> list[int]:
+        tr = None if time_range is None else (to_micros(time_range[0]), to_micros(time_range[1]))
+        if session_id is not None:
+            check_id("session_id", session_id)
+        ids = self._episode_index.ids(namespace=episode_namespace(agent_id, user_id), session=session_id, time_range=tr)
+        return ids.tolist()
+
+    def episodes(self, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
+                 time_range: tuple[TimeLike, TimeLike] | None = None) -> list[Episode]:
+        """A user's episodes (optionally one session's, or those in `[start, end)`), oldest first."""
+        ids = self._episode_ids(agent_id, user_id, session_id=session_id, time_range=time_range)
+        eps = [episode_from_record(r) for r in self._episode_index.get_many(ids) if r is not None]
         return sorted(eps, key=lambda e: (e.timestamp, e.id))
 
     # -- forget -----------------------------------------------------------------------------------
 
-    def forget(self, episode_ids: Iterable[int] = (), *, user_id: str | None = None, agent_id: str = "default") -> int:
-        """Deletes episodes by id, or every episode and fact of `user_id` (the right to be
-        forgotten). Returns how many episodes went."""
+    def forget(self, episode_ids: Iterable[int] = (), *, user_id: str, agent_id: str = "default",
+               session_id: str | None = None, time_range: tuple[TimeLike, TimeLike] | None = None,
+               everything: bool = False) -> int:
+        """Deletes some of a user's episodes — by id, by session, by time range `[start, end)`
+        (session and range together select their intersection) — or, with `everything=True`,
+        all of the user's episodes, facts with their history, private knowledge and reflect
+        cursor (the right to be forgotten). Ids of other users raise `UnknownIdError` and
+        nothing changes. Returns how many episodes went. Facts learnt from a forgotten episode
+        keep their value but no longer cite it. Call :meth:`purge` afterwards to remove every
+        trace from the folder.
+        """
+        ns = episode_namespace(agent_id, user_id)
         ids = [int(i) for i in episode_ids]
-        if user_id is not None:
-            ids += self._user_episodes.get((check_id("agent_id", agent_id), check_id("user_id", user_id)), [])
-        missing = [i for i in ids if i not in self._episode_index]
-        if missing:
-            raise UnknownIdError(f"no episode with id {missing[0]}")
-        users = [(agent_id, user_id)] if user_id is not None else []
-        if ids or users:
-            self._commit(OpForget(episode_ids=sorted(set(ids)), users=users))
-        return len(set(ids))
+        for i in ids:
+            rec = self._episode_index.get(i)
+            if rec is None or rec.namespace != ns:
+                raise UnknownIdError(f"no episode with id {i} for user {user_id!r} of agent {agent_id!r}")
+        if everything:
+            ids += self._episode_ids(agent_id, user_id)
+        elif session_id is not None or time_range is not None:
+            ids += self._episode_ids(agent_id, user_id, session_id=session_id, time_range=time_range)
+        elif not ids:
+            raise InvalidArgumentError(
+                "forget needs episode ids, session_id, time_range or everything=True (nothing was deleted)")
+        ids = sorted(set(ids))
+        knowledge = self.knowledge._private_ids(agent_id, user_id) if everything else []
+        if ids or everything:
+            self._commit(OpForget(episode_ids=ids, knowledge_ids=knowledge,
+                                  users=[(agent_id, user_id)] if everything else []))
+        return len(ids)
 
     def _apply_forget(self, op: OpForget) -> None:
-        gone = set(op.episode_ids)
-        for rec in self._episode_index.get_many(op.episode_ids):
-            if rec is not None:
-                agent_id, user_id = rec.namespace.split("/", 1)
-                ids = self._user_episodes.get((agent_id, user_id), [])
-                ids[:] = [i for i in ids if i not in gone]
         self._episode_index.delete(op.episode_ids, missing_ok=True)
-        self._knowledge_index.delete(op.knowledge_ids, missing_ok=True)
+        self.knowledge._drop(op.knowledge_ids)
+        self.facts._forget_sources(op.episode_ids)
         for agent_id, user_id in op.users:
             self.facts._remove_user(agent_id, user_id)
             self._cursors.pop((agent_id, user_id), None)
+            self._user_last.pop((agent_id, user_id), None)
 
     # -- working memory ---------------------------------------------------------------------------
 
@@ -432,7 +518,7 @@ class Memory:
             min_bm25=self._bm25_floor(self._episode_index, query), min_cosine=self.min_cosine)
         keep = self._strong(hits)
         recs = self._episode_index.get_many(hits.ids[keep])
-        return [RecalledEpisode(decode_episode(r.payload), self._scored(hits, i))
+        return [RecalledEpisode(episode_from_record(r), self._scored(hits, i))
                 for i, r in zip(keep, recs) if r is not None]
 
     def _search_knowledge(self, query: str, vector: np.ndarray | None, *, agent_id: str, user_id: str | None,
@@ -469,7 +555,7 @@ class Memory:
                     rec = self._episode_index.get(sid)
                     if rec is None or rec.namespace != namespace:  # a source never crosses scopes
                         continue
-                    ep = decode_episode(rec.payload)
+                    ep = episode_from_record(rec)
                     lo, hi = intent.time_range or (ep.timestamp, ep.timestamp + 1)
                     if not lo <= ep.timestamp < hi:
                         continue
@@ -530,10 +616,12 @@ class Memory:
         scope = (check_id("agent_id", agent_id), check_id("user_id", user_id))
         with self._lock:
             cursor = self._cursors.get(scope, 0)
-            new_ids = [i for i in self._user_episodes.get(scope, []) if i > cursor]
+            if self._user_last.get(scope, 0) <= cursor:
+                return []
+            new_ids = [i for i in self._episode_ids(agent_id, user_id) if i > cursor]
             if not new_ids:
                 return []
-            eps = [decode_episode(r.payload) for r in self._episode_index.get_many(new_ids) if r is not None]
+            eps = [episode_from_record(r) for r in self._episode_index.get_many(new_ids) if r is not None]
             eps.sort(key=lambda e: (e.timestamp, e.id))
             current = {f.key: f.value for f in self.facts.list(user_id=user_id, agent_id=agent_id)}
             ex = extractor or self.extractor or RuleExtractor(aliases=_phrase_aliases(self.facts.aliases()))
@@ -565,7 +653,7 @@ class Memory:
 
     def pending_reflection(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""
-        return [s for s, ids in self._user_episodes.items() if ids and ids[-1] > self._cursors.get(s, 0)]
+        return [s for s, last in self._user_last.items() if last > self._cursors.get(s, 0)]
 
     # -- explicit tool mode -----------------------------------------------------------------------
 
@@ -584,7 +672,7 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         e, k = self._episode_index.stats(), self._knowledge_index.stats()
         return {"episodes": e["records"], "knowledge": k["records"], "facts": len(self.facts._current),
-                "users": len(self._user_episodes), "sessions": len(self._working),
+                "users": len(self._user_last), "sessions": len(self._working),
                 "episode_index": e, "knowledge_index": k,
                 "embedder": None if self.embedder is None else self.embedder.name}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from trimem.records import Episode, KnowledgeDoc
+from trimem.records import Episode, FactVersion, KnowledgeDoc
 
 
 class OpMeta(msgspec.Struct, tag="meta", frozen=True):
@@ -51,7 +51,7 @@ class OpPin(msgspec.Struct, tag="pin", frozen=True):
 class OpForget(msgspec.Struct, tag="forget", frozen=True):
     episode_ids: list[int] = []
     knowledge_ids: list[int] = []
-    users: list[tuple[str, str]] = []  # (agent_id, user_id) whose facts and history go too
+    users: list[tuple[str, str]] = []  # (agent_id, user_id) whose facts, history and cursor go too
 
 
 class OpCursor(msgspec.Struct, tag="cursor", frozen=True):
@@ -60,6 +60,39 @@ class OpCursor(msgspec.Struct, tag="cursor", frozen=True):
     agent_id: str
     user_id: str
     episode_id: int
+
+
+class FactsState(msgspec.Struct, frozen=True, array_like=True):
+    """Semantic memory in a snapshot: every fact's full history (current values are rebuilt
+    from it), pins and aliases."""
+
+    history: list[tuple[str, str, str, list[FactVersion]]]
+    pinned: list[tuple[str, str, str]]
+    aliases: dict[str, list[str]]
+
+
+class MemoryState(msgspec.Struct, frozen=True):
+    """Everything of a `Memory` outside its two engine indexes, saved with each snapshot; the
+    log replays on top of it."""
+
+    meta: OpMeta
+    last_id: int
+    cursors: list[tuple[str, str, int]]
+    user_last: list[tuple[str, str, int]]  # newest episode id per (agent, user)
+    facts: FactsState
+    knowledge_sources: list[tuple[str, str | None, str, int]]  # (agent, user, source) → doc id
+
+
+_state_encoder = msgspec.msgpack.Encoder()
+_state_decoder = msgspec.msgpack.Decoder(MemoryState)
+
+
+def encode_state(state: MemoryState) -> bytes:
+    return _state_encoder.encode(state)
+
+
+def decode_state(data: bytes) -> MemoryState:
+    return _state_decoder.decode(data)
 
 
 Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor

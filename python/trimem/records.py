@@ -3,6 +3,10 @@
 >>> ep = Episode(id=1, agent_id="default", user_id="u1", text="port 8080", timestamp=0)
 >>> decode_episode(encode(ep)) == ep
 True
+
+In the engine an episode is a record (id, namespace "agent/user", session, time, importance,
+indexed text) plus a small payload with the remaining fields (:func:`episode_payload`); the
+text is stored once, as the start of the indexed text.
 """
 
 from __future__ import annotations
@@ -107,7 +111,37 @@ class RecalledKnowledge(msgspec.Struct, frozen=True):
     scored: Scored
 
 
+class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
+    """An episode's fields the engine record does not hold. `text_chars` is set when the
+    indexed text carries more than the episode's own text (topic, keywords, tool call)."""
+
+    role: str = "user"
+    text_chars: int | None = None
+    importance: float = 0.5  # exact (the engine's copy is float32)
+    topic: str | None = None
+    keywords: list[str] = []
+    metadata: dict[str, Any] = {}
+    tool: ToolCall | None = None
+
+
 _encoder = msgspec.msgpack.Encoder()
+_extras_decoder = msgspec.msgpack.Decoder(EpisodeExtras)
+
+
+def episode_payload(e: Episode, indexed_text: str) -> bytes:
+    """The engine payload of `e`, whose record holds `indexed_text` (starting with its text)."""
+    chars = None if len(indexed_text) == len(e.text) else len(e.text)
+    return _encoder.encode(EpisodeExtras(e.role, chars, e.importance, e.topic, e.keywords, e.metadata, e.tool))
+
+
+def episode_from_record(rec: Any) -> Episode:
+    """Rebuilds an :class:`Episode` from an engine record (see :func:`episode_payload`)."""
+    x = _extras_decoder.decode(rec.payload)
+    agent_id, user_id = rec.namespace.split("/", 1)
+    text = rec.text if x.text_chars is None else rec.text[: x.text_chars]
+    return Episode(id=rec.id, agent_id=agent_id, user_id=user_id, text=text, timestamp=rec.timestamp,
+                   session_id=rec.session, role=x.role, topic=x.topic, keywords=x.keywords,
+                   importance=x.importance, metadata=x.metadata, tool=x.tool)
 _episode_decoder = msgspec.msgpack.Decoder(Episode)
 _knowledge_decoder = msgspec.msgpack.Decoder(KnowledgeDoc)
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from trimem.errors import InvalidArgumentError, UnknownIdError
-from trimem.ops import OpAlias, OpFact, OpKnowledge, OpPin
+from trimem.ops import FactsState, OpAlias, OpFact, OpKnowledge, OpPin
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, encode
 from trimem.scope import check_id, knowledge_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros
@@ -197,6 +198,48 @@ class Facts:
             self._alias_view = out
         return {w: list(keys) for w, keys in self._alias_view.items()}
 
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def _state(self) -> FactsState:
+        return FactsState(history=[(a, u, k, v) for (a, u, k), v in self._history.items()],
+                          pinned=sorted(self._pinned), aliases=self._aliases)
+
+    def _load_state(self, st: FactsState) -> None:
+        """Restores facts from a snapshot: histories as saved, current values replayed from them
+        exactly as `_apply_fact` built them."""
+        self._pinned = set(st.pinned)
+        self._aliases = {w: list(keys) for w, keys in st.aliases.items()}
+        self._alias_view = None
+        for a, u, key, versions in st.history:
+            fk = (a, u, key)
+            history = list(versions)
+            self._history[fk] = history
+            self._key_names.add(key)
+            current: Fact | None = None
+            for v in history:
+                if v.op == "delete":
+                    current = None
+                else:
+                    current = Fact(key=key, value=v.value or "", updated_at=v.valid_from,
+                                   version=current.version + 1 if current else 1, history=history,
+                                   source=v.source, pinned=fk in self._pinned)
+            if current is not None:
+                self._current[fk] = current
+
+    def _forget_sources(self, episode_ids: Iterable[int]) -> None:
+        """Drops forgotten episodes from every fact's provenance."""
+        gone = set(episode_ids)
+        if not gone:
+            return
+        for fk, versions in self._history.items():
+            if any(gone.intersection(v.source) for v in versions):
+                versions[:] = [msgspec.structs.replace(v, source=[i for i in v.source if i not in gone])
+                               for v in versions]
+                fact = self._current.get(fk)
+                if fact is not None:
+                    self._current[fk] = msgspec.structs.replace(
+                        fact, history=versions, source=[i for i in fact.source if i not in gone])
+
     def _remove_user(self, agent_id: str, user_id: str) -> None:
         for store in (self._current, self._history):
             for fk in [fk for fk in store if fk[0] == agent_id and fk[1] == user_id]:
@@ -267,6 +310,21 @@ class KnowledgeBase:
         """Hybrid search over the agent's shared documents and, with `user_id`, that user's
         private ones. Never time-filtered: the latest policy applies to any question."""
         return self._m._search_knowledge(query, vector, agent_id=agent_id, user_id=user_id, k=k)
+
+    def _state(self) -> list[tuple[str, str | None, str, int]]:
+        return [(a, u, src, i) for (a, u, src), i in self._by_source.items()]
+
+    def _load_state(self, sources: list[tuple[str, str | None, str, int]]) -> None:
+        self._by_source = {(a, u, src): i for a, u, src, i in sources}
+
+    def _private_ids(self, agent_id: str, user_id: str) -> list[int]:
+        """Ids of the user's private documents."""
+        return [int(i) for i in self._m._knowledge_index.ids(namespace=knowledge_namespace(agent_id, user_id))]
+
+    def _drop(self, doc_ids: Iterable[int]) -> None:
+        gone = set(doc_ids)
+        self._by_source = {k: i for k, i in self._by_source.items() if i not in gone}
+        self._m._knowledge_index.delete(list(gone), missing_ok=True)
 
     def _apply(self, op: OpKnowledge) -> None:
         for old in op.replaces:

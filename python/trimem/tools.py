@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trimem.errors import InvalidArgumentError
+from trimem.errors import InvalidArgumentError, UnknownIdError
 
 if TYPE_CHECKING:
     from trimem.memory import Memory
@@ -89,10 +89,9 @@ def execute(memory: Memory, name: str, args: dict[str, Any]) -> Any:
         ch = memory.facts.set(args["key"], args["value"], **scope)
         return {"op": ch.op, "key": ch.key, "value": ch.value, "old_value": ch.old_value}
     if name == "forget":
-        owned = {e.id for e in memory.episodes(**scope)}
-        foreign = [i for i in args["episode_ids"] if i not in owned]
-        if foreign:
-            raise InvalidArgumentError(f"forget: episode {foreign[0]} does not belong to this user")
-        return {"forgotten": memory.forget(args["episode_ids"])}
+        try:
+            return {"forgotten": memory.forget(args["episode_ids"], **scope)}
+        except UnknownIdError as e:
+            raise InvalidArgumentError(f"forget: {e}") from None
     stats = memory.stats()
     return {k: stats[k] for k in ("episodes", "knowledge", "facts", "users")}

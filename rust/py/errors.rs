@@ -3,7 +3,7 @@
 //! The hierarchy is built at import time so that classes can have two bases (a dimension
 //! mistake is both a `TrimemError` and a `ValueError`, as callers expect).
 
-use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
+use pyo3::exceptions::{PyException, PyLookupError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -11,7 +11,7 @@ use trimem_engine::EngineError;
 
 /// Exception classes in creation order: (name, parent in this table or None, extra builtin
 /// base, docstring).
-const CLASSES: [(&str, Option<usize>, Builtin, &str); 10] = [
+const CLASSES: [(&str, Option<usize>, Builtin, &str); 15] = [
     ("TrimemError", None, Builtin::Exception, "Root of every error trimem raises."),
     ("InvalidArgumentError", Some(0), Builtin::Value, "An argument is outside its domain; nothing was changed."),
     ("DimensionError", Some(1), Builtin::Value, "A vector's length differs from the index dimension."),
@@ -22,6 +22,11 @@ const CLASSES: [(&str, Option<usize>, Builtin, &str); 10] = [
     ("TextTooLongError", Some(1), Builtin::Value, "A text over the index's byte limit."),
     ("DuplicateIdError", Some(1), Builtin::Value, "An id that already exists was added without upsert=True."),
     ("UnknownIdError", Some(0), Builtin::Lookup, "An id that is not in the index."),
+    ("StoreError", Some(0), Builtin::Exception, "A problem with the folder store."),
+    ("StoreIOError", Some(10), Builtin::OS, "A file operation of the store failed (full disk, failing fsync, ...); the write did not happen."),
+    ("StoreCorruptedError", Some(10), Builtin::Exception, "Committed store data failed its checksum: damage, not a torn tail. Restore from a backup."),
+    ("StoreLockedError", Some(10), Builtin::Exception, "Another process has the store open for writing; one writer at a time."),
+    ("StoreVersionError", Some(10), Builtin::Exception, "A store file written by a newer trimem."),
 ];
 
 #[derive(Clone, Copy)]
@@ -29,6 +34,7 @@ enum Builtin {
     Exception,
     Value,
     Lookup,
+    OS,
 }
 
 pub const INVALID_ARGUMENT: usize = 1;
@@ -40,6 +46,10 @@ const INVALID_NAME: usize = 6;
 const TEXT_TOO_LONG: usize = 7;
 const DUPLICATE_ID: usize = 8;
 const UNKNOWN_ID: usize = 9;
+const STORE_IO: usize = 11;
+const STORE_CORRUPTED: usize = 12;
+const STORE_LOCKED: usize = 13;
+const STORE_VERSION: usize = 14;
 
 static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
@@ -52,6 +62,7 @@ fn types(py: Python<'_>) -> PyResult<&Vec<Py<PyType>>> {
                 Builtin::Exception => py.get_type::<PyException>(),
                 Builtin::Value => py.get_type::<PyValueError>(),
                 Builtin::Lookup => py.get_type::<PyLookupError>(),
+                Builtin::OS => py.get_type::<PyOSError>(),
             };
             let bases = match parent {
                 Some(p) if made[p].bind(py).is_subclass(&builtin)? => PyTuple::new(py, [made[p].bind(py).clone()])?,
@@ -87,6 +98,10 @@ pub fn to_py_err(e: EngineError) -> PyErr {
         InvalidTimeRange { .. } => INVALID_TIME_RANGE,
         InvalidName { .. } => INVALID_NAME,
         TextTooLong { .. } => TEXT_TOO_LONG,
+        Io(_) => STORE_IO,
+        Corrupted(_) => STORE_CORRUPTED,
+        Locked(_) => STORE_LOCKED,
+        FormatVersion { .. } => STORE_VERSION,
     };
     Python::attach(|py| error(py, index, e.to_string()))
 }

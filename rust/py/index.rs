@@ -36,6 +36,18 @@ fn now_micros() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
+impl HybridIndex {
+    /// Wraps an engine index (one loaded from a snapshot).
+    pub(super) fn from_engine(engine: Engine) -> Self {
+        let config = engine.config().clone();
+        HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), inner: Arc::new(RwLock::new(engine)), config }
+    }
+
+    pub(super) fn shared(&self) -> Arc<RwLock<Engine>> {
+        self.inner.clone()
+    }
+}
+
 #[pymethods]
 impl HybridIndex {
     #[new]
@@ -193,10 +205,23 @@ impl HybridIndex {
         }))
     }
 
-    /// All ids, as a uint64 array.
-    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        let ids = self.inner.read().ids();
-        PyArray1::from_vec(py, ids)
+    /// Ids as a uint64 array: all of them, or those a namespace / session / time range matches.
+    #[pyo3(signature = (*, namespace = None, session = None, time_range = None))]
+    fn ids<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: Option<String>,
+        session: Option<String>,
+        time_range: Option<(i64, i64)>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let inner = &self.inner;
+        let ids = if namespace.is_none() && session.is_none() && time_range.is_none() {
+            py.detach(|| inner.read().ids())
+        } else {
+            let filter = Filter { namespace, session, time_range };
+            py.detach(|| inner.read().matching_ids(&filter)).map_err(to_py_err)?
+        };
+        Ok(PyArray1::from_vec(py, ids))
     }
 
     /// Lucene BM25 score of record `id` for `text` (0 when no term matches).

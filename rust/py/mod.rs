@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod index;
+mod store;
 
 /// `"release"` or `"debug"`: how this extension was compiled (never benchmark a debug build).
 #[pyfunction]
@@ -38,6 +39,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::HybridIndex>()?;
     m.add_class::<index::Hits>()?;
     m.add_class::<index::StoredRecord>()?;
+    m.add_class::<store::Store>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -494,6 +494,15 @@ impl HybridIndex {
         Some(self.records.record(slot, vector))
     }
 
+    /// Ids of the records a filter matches (in time order when it names a namespace or a
+    /// time range, else in slot order): what "forget this session" or "this user's
+    /// episodes" reads.
+    pub fn matching_ids(&self, filter: &Filter) -> Result<Vec<u64>> {
+        filter.validate()?;
+        let Some(r) = Resolved::new(&self.records, filter) else { return Ok(Vec::new()) };
+        Ok(r.matching().map(|s| self.records.ids[s as usize]).collect())
+    }
+
     /// Ids of all records, in slot order.
     pub fn ids(&self) -> Vec<u64> {
         self.records.all_slots().map(|s| self.records.ids[s as usize]).collect()
