@@ -122,6 +122,12 @@ def _run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    from trimem.bench.evaluate import add_parser
+
+    add_parser(sub)
+
+
 # --------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------
@@ -129,6 +135,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction], None]]] = [
     ("demo", _add_demo),
     ("bench", _add_bench),
+    ("eval", _add_eval),
 ]
 
 
