@@ -162,6 +162,14 @@ impl Hnsw {
         prefetch(self.vectors.as_ptr().wrapping_add(slot as usize * self.dim));
     }
 
+    /// Requests the start of a node's link list (count and first neighbours) from memory.
+    #[inline(always)]
+    fn prefetch_links(&self, slot: u32, level: usize) {
+        if level == 0 {
+            prefetch(self.level0.as_ptr().wrapping_add(slot as usize * (1 + self.m0)));
+        }
+    }
+
     #[inline(always)]
     fn links(&self, slot: u32, level: usize) -> &[AtomicU32] {
         if level == 0 {
@@ -482,6 +490,11 @@ impl Hnsw {
                 blocked[n_blocked] = n;
                 n_blocked += 1;
             }
+        }
+        // The blocked nodes' link lists are scattered in memory: request them all before reading
+        // any, so their cache misses overlap instead of queueing one after another.
+        for &n in &blocked[..n_blocked] {
+            self.prefetch_links(n, level);
         }
         for &n in &blocked[..n_blocked] {
             if batch.len() >= self.m0 {
