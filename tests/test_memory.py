@@ -233,3 +233,25 @@ def test_keyword_only_memory(tmp_path: Path) -> None:
     ep = mem.retain("ERR_CONNECTION_REFUSED from node.js on 8080", user_id="u1")
     assert mem.search("connection refused 8080", user_id="u1")[0].episode.id == ep.id
     mem.close()
+
+
+def test_saved_working_memory_survives_reopen_until_the_session_ends(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        wm = mem.working("s1")
+        wm.add_turn("user", "deploy the node service")
+        wm.vars["todo"] = ["build", "push"]
+        mem.working("s2").vars["unsaved"] = 1
+        mem.save_working("s1")
+        wm.vars["bad"] = object()
+        with pytest.raises(trimem.InvalidArgumentError, match="plain data"):
+            mem.save_working("s1")
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        assert [t.text for t in mem.working("s1").recent()] == ["deploy the node service"]
+        assert mem.working("s1").vars == {"todo": ["build", "push"]}
+        assert mem.working("s2").vars == {}  # never saved: in-process only
+        mem.checkpoint()
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        assert mem.working("s1").vars == {"todo": ["build", "push"]}
+        mem.end_session("s1")
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        assert mem.working("s1").vars == {} and mem.working("s1").recent() == []

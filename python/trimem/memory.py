@@ -41,6 +41,7 @@ from trimem.ops import (
     OpMeta,
     OpPin,
     OpRetain,
+    OpWorking,
     decode_op,
     decode_state,
     encode_op,
@@ -128,6 +129,7 @@ class Memory:
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
         self._working: dict[str, WorkingMemory] = {}
+        self._saved_working: dict[str, OpWorking] = {}  # sessions the caller persisted
         self._last_id = 0
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
@@ -174,6 +176,8 @@ class Memory:
             self._user_last = {(a, u): i for a, u, i in st.user_last}
             self.facts._load_state(st.facts)
             self.knowledge._load_state(st.knowledge_sources)
+            for w in st.working:
+                self._apply(w)
             for name in (EPISODES, KNOWLEDGE):
                 index = self._store.take_index(name)
                 if index is None:
@@ -195,7 +199,8 @@ class Memory:
             meta=self._meta(), last_id=self._last_id,
             cursors=[(a, u, i) for (a, u), i in self._cursors.items()],
             user_last=[(a, u, i) for (a, u), i in self._user_last.items()],
-            facts=self.facts._state(), knowledge_sources=self.knowledge._state())
+            facts=self.facts._state(), knowledge_sources=self.knowledge._state(),
+            working=list(self._saved_working.values()))
 
     def checkpoint(self) -> None:
         """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
@@ -241,6 +246,8 @@ class Memory:
             self._apply_forget(op)
         elif isinstance(op, OpCursor):
             self._cursors[(op.agent_id, op.user_id)] = op.episode_id
+        elif isinstance(op, OpWorking):
+            self._apply_working(op)
 
     def close(self) -> None:
         """Stops the reflector and closes the store (flushing buffered writes; a log of more
@@ -460,14 +467,44 @@ class Memory:
     # -- working memory ---------------------------------------------------------------------------
 
     def working(self, session_id: str) -> WorkingMemory:
-        """The session's working memory (created on first use)."""
+        """The session's working memory (created on first use; restored from the store if it
+        was saved with :meth:`save_working`)."""
         wm = self._working.get(session_id)
         if wm is None:
             wm = self._working[session_id] = WorkingMemory(
                 session_id, capacity=self._working_capacity, ttl=self._working_ttl)
         return wm
 
+    def save_working(self, session_id: str) -> None:
+        """Persists the session's working memory (turns and variables, which must be plain data:
+        str, numbers, bools, None, lists and dicts) so a reopened store restores it. Working
+        memory is in-process by default; call this where your agent wants it to survive."""
+        wm = self.working(session_id)
+        op = OpWorking(session_id=wm.session_id, turns=wm.recent(), vars=dict(wm.vars))
+        try:
+            encode_op(op)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"working memory of {session_id!r} holds a value that is not plain data: {e}") from None
+        self._commit(op)
+
+    def _apply_working(self, op: OpWorking) -> None:
+        if op.turns is None:
+            self._saved_working.pop(op.session_id, None)
+            wm = self._working.pop(op.session_id, None)
+            if wm is not None:
+                wm.reset()
+            return
+        self._saved_working[op.session_id] = op
+        wm = self.working(op.session_id)
+        wm.reset()
+        for t in op.turns:
+            wm.add_turn(t.role, t.text, importance=t.importance, timestamp=t.timestamp)
+        wm.vars.update(op.vars)
+
     def end_session(self, session_id: str) -> None:
+        """Resets the session's working memory (and drops its saved copy)."""
+        if session_id in self._saved_working:
+            self._commit(OpWorking(session_id=session_id, turns=None))
         wm = self._working.pop(session_id, None)
         if wm is not None:
             wm.reset()

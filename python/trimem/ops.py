@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import msgspec
 
+from typing import Any
+
 from trimem.records import Episode, FactVersion, KnowledgeDoc
+from trimem.working import Turn
 
 
 class OpMeta(msgspec.Struct, tag="meta", frozen=True):
@@ -62,6 +65,15 @@ class OpCursor(msgspec.Struct, tag="cursor", frozen=True):
     episode_id: int
 
 
+class OpWorking(msgspec.Struct, tag="working", frozen=True):
+    """A session's working memory as the caller saved it (`Memory.save_working`); `turns`
+    None drops the saved session."""
+
+    session_id: str
+    turns: list[Turn] | None = None
+    vars: dict[str, Any] = {}
+
+
 class FactsState(msgspec.Struct, frozen=True, array_like=True):
     """Semantic memory in a snapshot: every fact's full history (current values are rebuilt
     from it), pins and aliases."""
@@ -81,6 +93,7 @@ class MemoryState(msgspec.Struct, frozen=True):
     user_last: list[tuple[str, str, int]]  # newest episode id per (agent, user)
     facts: FactsState
     knowledge_sources: list[tuple[str, str | None, str, int]]  # (agent, user, source) → doc id
+    working: list[OpWorking] = []  # sessions the caller saved
 
 
 _state_encoder = msgspec.msgpack.Encoder()
@@ -95,7 +108,7 @@ def decode_state(data: bytes) -> MemoryState:
     return _state_decoder.decode(data)
 
 
-Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor
+Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Op)
