@@ -7,11 +7,10 @@ ingesting again.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from datetime import datetime, timedelta, timezone
 
-from trimem.memory import LOG_NAME, Memory
+from trimem.memory import Memory
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)  # a fixed "now" keeps the demo reproducible
 USER = "alice"
@@ -92,10 +91,9 @@ def _print_bundle(mem: Memory, question: str) -> None:
 
 
 def run(path: str, embedder: str) -> int:
-    fresh = not os.path.exists(os.path.join(path, LOG_NAME))
     t0 = time.perf_counter()
     with Memory(path, embedder=embedder) as mem:
-        if fresh:
+        if mem.stats()["episodes"] == 0:
             ingest(mem)
             print(f"ingested {len(CONVERSATION)} episodes and {len(KNOWLEDGE)} documents into {path!r} "
                   f"in {(time.perf_counter() - t0) * 1e3:.0f} ms (embedder: {mem.embedder and mem.embedder.name})")
