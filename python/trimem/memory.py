@@ -228,7 +228,12 @@ class Memory:
             for op in ops:
                 self._apply(op)
             if self._store is not None and self._store.log_bytes >= self.checkpoint_bytes:
-                self.checkpoint()
+                try:
+                    self.checkpoint()
+                except StoreError as e:
+                    # The write itself is in the log and applied: report the checkpoint, not the
+                    # write. (If the store can no longer take writes, the next write says so.)
+                    log.warning("automatic checkpoint failed, the log keeps growing: %s", e)
 
     def _apply(self, op: Op) -> None:
         if isinstance(op, OpRetain):

@@ -46,6 +46,17 @@ impl HybridIndex {
     pub(super) fn shared(&self) -> Arc<RwLock<Engine>> {
         self.inner.clone()
     }
+
+    /// Runs `f` under the read lock, never waiting for the lock while holding the GIL: a
+    /// thread holding the GIL and waiting for the lock behind a queued writer, while the
+    /// lock's holder waits for the GIL, would deadlock. Python objects are built after.
+    fn read<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&Engine) -> R + Send) -> R {
+        if let Some(g) = self.inner.try_read() {
+            return f(&g);
+        }
+        let inner = &self.inner;
+        py.detach(|| f(&inner.read()))
+    }
 }
 
 #[pymethods]
@@ -99,22 +110,22 @@ impl HybridIndex {
         self.config.metric.name()
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.read().len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.read(py, |e| e.len())
     }
 
-    fn __contains__(&self, key: u64) -> bool {
-        self.inner.read().contains(key)
+    fn __contains__(&self, py: Python<'_>, key: u64) -> bool {
+        self.read(py, |e| e.contains(key))
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "HybridIndex(dim={}, metric={:?}, m={}, ef_construction={}, records={})",
             self.config.dim,
             self.config.metric.name(),
             self.config.m,
             self.config.ef_construction,
-            self.inner.read().len()
+            self.read(py, |e| e.len())
         )
     }
 
@@ -191,18 +202,15 @@ impl HybridIndex {
     }
 
     /// The stored record, or `None` (vectors come back normalised under the cosine metric).
-    fn get(&self, id: u64) -> Option<StoredRecord> {
-        self.inner.read().get(id).map(StoredRecord::from)
+    fn get(&self, py: Python<'_>, id: u64) -> Option<StoredRecord> {
+        self.read(py, |e| e.get(id)).map(StoredRecord::from)
     }
 
     /// Records for many ids at once, `None` where an id is unknown.
     fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<Option<StoredRecord>>> {
         let ids = convert::ids(ids)?;
-        let inner = &self.inner;
-        Ok(py.detach(|| {
-            let g = inner.read();
-            ids.iter().map(|&id| g.get(id).map(StoredRecord::from)).collect()
-        }))
+        let found: Vec<_> = self.read(py, |e| ids.iter().map(|&id| e.get(id)).collect());
+        Ok(found.into_iter().map(|r| r.map(StoredRecord::from)).collect())
     }
 
     /// Ids as a uint64 array: all of them, or those a namespace / session / time range matches.
@@ -214,29 +222,28 @@ impl HybridIndex {
         session: Option<String>,
         time_range: Option<(i64, i64)>,
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let inner = &self.inner;
         let ids = if namespace.is_none() && session.is_none() && time_range.is_none() {
-            py.detach(|| inner.read().ids())
+            self.read(py, |e| e.ids())
         } else {
             let filter = Filter { namespace, session, time_range };
-            py.detach(|| inner.read().matching_ids(&filter)).map_err(to_py_err)?
+            self.read(py, |e| e.matching_ids(&filter)).map_err(to_py_err)?
         };
         Ok(PyArray1::from_vec(py, ids))
     }
 
     /// Lucene BM25 score of record `id` for `text` (0 when no term matches).
-    fn bm25_score(&self, text: &str, id: u64) -> PyResult<f32> {
-        self.inner.read().bm25_score(text, id).map_err(to_py_err)
+    fn bm25_score(&self, py: Python<'_>, text: &str, id: u64) -> PyResult<f32> {
+        self.read(py, |e| e.bm25_score(text, id)).map_err(to_py_err)
     }
 
     /// Number of live records containing `term` (a token as `tokenize` returns it).
-    fn doc_freq(&self, term: &str) -> usize {
-        self.inner.read().doc_freq(term)
+    fn doc_freq(&self, py: Python<'_>, term: &str) -> usize {
+        self.read(py, |e| e.doc_freq(term))
     }
 
     /// Counts, tombstones and bytes used.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.read().stats();
+        let s = self.read(py, |e| e.stats());
         let d = PyDict::new(py);
         d.set_item("records", s.records)?;
         d.set_item("vectors", s.vectors)?;

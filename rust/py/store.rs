@@ -41,10 +41,18 @@ fn closed() -> PyErr {
 }
 
 impl Store {
-    fn with<T>(&self, f: impl FnOnce(&mut Engine) -> Result<T, EngineError>) -> PyResult<T> {
-        let mut guard = self.inner.lock();
-        let store = guard.as_mut().ok_or_else(closed)?;
-        f(store).map_err(to_py_err)
+    /// Runs `f` on the open store with the GIL released (a checkpoint holds the store for
+    /// seconds; nobody may wait for it while holding the GIL).
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send) -> PyResult<T> {
+        let run = |guard: &mut Option<Engine>| match guard.as_mut() {
+            Some(store) => f(store).map_err(Some),
+            None => Err(None),
+        };
+        let out = match self.inner.try_lock() {
+            Some(mut g) => run(&mut g),
+            None => py.detach(|| run(&mut self.inner.lock())),
+        };
+        out.map_err(|e| e.map_or_else(closed, to_py_err))
     }
 }
 
@@ -65,30 +73,33 @@ impl Store {
     }
 
     #[getter]
-    fn durability(&self) -> PyResult<&'static str> {
-        self.with(|s| Ok(s.durability().name()))
+    fn durability(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |s| Ok(s.durability().name()))
     }
 
     /// The snapshot generation the log continues.
     #[getter]
-    fn generation(&self) -> PyResult<u64> {
-        self.with(|s| Ok(s.generation()))
+    fn generation(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |s| Ok(s.generation()))
     }
 
     /// Bytes in the current log: what a reopen would replay.
     #[getter]
-    fn log_bytes(&self) -> PyResult<u64> {
-        self.with(|s| Ok(s.log_bytes()))
+    fn log_bytes(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |s| Ok(s.log_bytes()))
     }
 
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner.lock().is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        match self.inner.try_lock() {
+            Some(g) => g.is_none(),
+            None => py.detach(|| self.inner.lock().is_none()),
+        }
     }
 
     /// What opening found: generation, snapshot, log records, torn bytes cut, files removed.
     fn recovery<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.with(|s| Ok(s.recovery().clone()))?;
+        let r = self.with(py, |s| Ok(s.recovery().clone()))?;
         let d = PyDict::new(py);
         d.set_item("generation", r.generation)?;
         d.set_item("snapshot", r.snapshot)?;
@@ -119,13 +130,13 @@ impl Store {
 
     /// Appends one operation; with fsync durability it is on disk when this returns.
     fn append(&self, py: Python<'_>, payload: &[u8]) -> PyResult<()> {
-        py.detach(|| self.with(|s| s.append(&[payload])))
+        self.with(py, |s| s.append(&[payload]))
     }
 
     /// Appends operations in one write and (with fsync durability) one fsync.
     fn append_many(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<()> {
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
-        py.detach(|| self.with(|s| s.append(&refs)))
+        self.with(py, |s| s.append(&refs))
     }
 
     /// Writes a snapshot of `indexes` (name → HybridIndex) and `state`, then starts a new log
@@ -134,20 +145,22 @@ impl Store {
     fn checkpoint(&self, py: Python<'_>, indexes: Vec<(String, PyRef<'_, HybridIndex>)>, state: &[u8]) -> PyResult<()> {
         let shared: Vec<_> = indexes.iter().map(|(n, i)| (n.clone(), i.shared())).collect();
         py.detach(|| {
+            let mut store = self.inner.lock();
+            let store = store.as_mut().ok_or_else(closed)?;
             let guards: Vec<_> = shared.iter().map(|(n, i)| (n.as_str(), i.read())).collect();
             let parts: Vec<(&str, &trimem_engine::HybridIndex)> = guards.iter().map(|(n, g)| (*n, &**g)).collect();
-            self.with(|s| s.checkpoint(&parts, state))
+            store.checkpoint(&parts, state).map_err(to_py_err)
         })
     }
 
     /// Forces buffered appends to disk.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.with(|s| s.sync()))
+        self.with(py, |s| s.sync())
     }
 
     /// Flushes, releases the writer lock and closes (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let store = self.inner.lock().take();
+        let store = py.detach(|| self.inner.lock().take());
         match store {
             Some(s) => py.detach(|| s.close()).map_err(to_py_err),
             None => Ok(()),
@@ -158,22 +171,22 @@ impl Store {
     /// write (`"short_write"`) or a failing fsync (`"sync_fails"`), after `after_bytes` more
     /// bytes, `times` times in a row.
     #[pyo3(signature = (kind, *, after_bytes = 0, times = 1))]
-    fn inject_fault(&self, kind: &str, after_bytes: u64, times: u32) -> PyResult<()> {
+    fn inject_fault(&self, py: Python<'_>, kind: &str, after_bytes: u64, times: u32) -> PyResult<()> {
         let kind = FaultKind::parse(kind).map_err(to_py_err)?;
-        self.with(|s| {
+        self.with(py, |s| {
             s.faults().arm(kind, after_bytes, times);
             Ok(())
         })
     }
 
-    fn clear_faults(&self) -> PyResult<()> {
-        self.with(|s| {
+    fn clear_faults(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| {
             s.faults().clear();
             Ok(())
         })
     }
 
-    fn __repr__(&self) -> String {
-        format!("Store({:?}, closed={})", self.path.display().to_string(), self.closed())
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("Store({:?}, closed={})", self.path.display().to_string(), self.closed(py))
     }
 }

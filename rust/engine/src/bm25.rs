@@ -161,9 +161,12 @@ impl Bm25 {
         }
     }
 
-    /// Image: document lengths, then per term id its text (empty when free) and its postings
-    /// as slot gaps and term frequencies (varints: about two bytes a posting).
-    pub(crate) fn encode(&self, e: &mut Enc) {
+    /// Image: which slots hold a document and their lengths, then per term id its text (empty
+    /// when free) and its postings as slot gaps and term frequencies (varints: about two bytes
+    /// a posting).
+    pub(crate) fn encode(&self, e: &mut Enc, indexed: &[bool]) {
+        let flags: Vec<u8> = indexed.iter().map(|&a| a as u8).collect();
+        e.array(&flags);
         e.array(&self.doc_len);
         let mut names = vec![""; self.postings.len()];
         for (name, &t) in &self.term_ids {
@@ -182,18 +185,23 @@ impl Bm25 {
         }
     }
 
-    /// Rebuilds the index from its image, checking it against the live slots; statistics are
-    /// recomputed, and each document's length must equal the sum of its term frequencies.
-    pub(crate) fn decode(d: &mut Dec, params: Bm25Params, alive: &[bool]) -> Result<Bm25> {
+    /// Rebuilds the index from its image, checking every posting against the slots that hold
+    /// documents; statistics are recomputed. Returns the per-slot "holds a document" flags,
+    /// which the caller checks against its records.
+    pub(crate) fn decode(d: &mut Dec, params: Bm25Params) -> Result<(Bm25, Vec<bool>)> {
+        let flags: Vec<u8> = d.array()?;
+        if flags.iter().any(|&f| f > 1) {
+            return Err(d.error("bad document flag"));
+        }
+        let indexed: Vec<bool> = flags.into_iter().map(|f| f == 1).collect();
         let doc_len: Vec<u32> = d.array()?;
-        if doc_len.len() > alive.len() {
-            return Err(d.error("more document lengths than records"));
+        if doc_len.len() > indexed.len() || doc_len.iter().zip(&indexed).any(|(&l, &x)| l > 0 && !x) {
+            return Err(d.error("document lengths of empty slots"));
         }
         let n_terms = d.count(5)?;
         let mut term_ids = HashMap::with_capacity(n_terms);
         let mut postings = Vec::with_capacity(n_terms);
         let mut free_term_ids = Vec::new();
-        let mut tf_sum = vec![0u64; doc_len.len()];
         for t in 0..n_terms as u32 {
             let name = d.str()?;
             let n = d.varint()? as usize;
@@ -206,12 +214,13 @@ impl Bm25 {
                 let gap = d.varint()?;
                 let tf = d.varint()?;
                 slot += gap;
-                let ok = (i == 0 || gap > 0) && (slot as usize) < doc_len.len() && alive[slot as usize]
+                let ok = (i == 0 || gap > 0)
+                    && (slot as usize) < doc_len.len()
+                    && indexed[slot as usize]
                     && (1..=u64::from(u32::MAX)).contains(&tf);
                 if !ok {
                     return Err(d.error(format!("bad posting (slot {slot}, tf {tf}) for term {name:?}")));
                 }
-                tf_sum[slot as usize] += tf;
                 list.push(Posting { slot: slot as u32, tf: tf as u32 });
             }
             match (name.is_empty(), list.is_empty()) {
@@ -225,13 +234,11 @@ impl Bm25 {
             }
             postings.push(list);
         }
-        if doc_len.iter().zip(&tf_sum).any(|(&l, &s)| u64::from(l) != s) {
-            return Err(d.error("document lengths disagree with the postings"));
-        }
         free_term_ids.reverse();
-        let n_docs = alive.iter().filter(|&&a| a).count();
+        let n_docs = indexed.iter().filter(|&&a| a).count();
         let total_len = doc_len.iter().map(|&l| u64::from(l)).sum();
-        Ok(Bm25 { params, term_ids, postings, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() })
+        let bm25 = Bm25 { params, term_ids, postings, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() };
+        Ok((bm25, indexed))
     }
 
     /// The `k` best documents that pass `allow` and score at least `min_score`, best first,

@@ -15,6 +15,39 @@ use crate::records::{validate_name, Record, Records};
 use crate::store::codec::{Dec, Enc};
 use crate::tokenize::{Tokenizer, TokenizerOptions};
 
+/// The encoded parts of an index image (see [`HybridIndex::image`]).
+#[derive(Clone, Debug, Default)]
+pub struct ImageBlocks {
+    pub config: Vec<u8>,
+    pub records: Vec<u8>,
+    pub bm25: Vec<u8>,
+    pub graph: Vec<u8>,
+}
+
+impl ImageBlocks {
+    pub const NAMES: [&'static str; 4] = ["config", "records", "bm25", "graph"];
+
+    pub fn get(&self, name: &str) -> Option<&Vec<u8>> {
+        match name {
+            "config" => Some(&self.config),
+            "records" => Some(&self.records),
+            "bm25" => Some(&self.bm25),
+            "graph" => Some(&self.graph),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Vec<u8>> {
+        match name {
+            "config" => Some(&mut self.config),
+            "records" => Some(&mut self.records),
+            "bm25" => Some(&mut self.bm25),
+            "graph" => Some(&mut self.graph),
+            _ => None,
+        }
+    }
+}
+
 /// Version of the index image inside snapshots.
 const IMAGE_VERSION: u32 = 1;
 
@@ -431,33 +464,40 @@ impl HybridIndex {
         Ok(n)
     }
 
-    /// The index as three parts for a snapshot: everything small in one encoded block, plus
-    /// the vectors and the level-0 links as raw arrays (written without copying).
-    pub fn image(&self) -> (Vec<u8>, &[f32], &[u32]) {
-        let mut e = Enc::default();
+    /// The index as parts for a snapshot: four encoded blocks, plus the vectors and level-0
+    /// links as raw arrays (written without copying). Blocks are encoded in parallel.
+    pub fn image(&self) -> (ImageBlocks, &[f32], &[u32]) {
+        let mut config = Enc::default();
         let c = &self.config;
-        e.u32(IMAGE_VERSION);
-        e.u64(c.dim as u64);
-        e.u8(matches!(c.metric, Metric::InnerProduct) as u8);
-        e.u64(c.m as u64);
-        e.u64(c.ef_construction as u64);
-        e.bool(c.tokenizer.stem);
-        e.bool(c.tokenizer.stopwords);
-        e.f32(c.bm25.k1);
-        e.f32(c.bm25.b);
-        e.u64(c.seed);
-        e.u64(c.max_text_bytes as u64);
-        e.u64(c.exact_threshold as u64);
-        self.records.encode(&mut e);
-        self.bm25.encode(&mut e);
-        self.hnsw.encode(&mut e);
+        config.u32(IMAGE_VERSION);
+        config.u64(c.dim as u64);
+        config.u8(matches!(c.metric, Metric::InnerProduct) as u8);
+        config.u64(c.m as u64);
+        config.u64(c.ef_construction as u64);
+        config.bool(c.tokenizer.stem);
+        config.bool(c.tokenizer.stopwords);
+        config.f32(c.bm25.k1);
+        config.f32(c.bm25.b);
+        config.u64(c.seed);
+        config.u64(c.max_text_bytes as u64);
+        config.u64(c.exact_threshold as u64);
+        let encode = |f: &dyn Fn(&mut Enc)| {
+            let mut e = Enc::default();
+            f(&mut e);
+            e.buf
+        };
+        let (records, (bm25, graph)) = rayon::join(
+            || encode(&|e| self.records.encode(e)),
+            || rayon::join(|| encode(&|e| self.bm25.encode(e, &self.records.alive)), || encode(&|e| self.hnsw.encode(e))),
+        );
         let (vectors, links) = self.hnsw.raw_parts();
-        (e.buf, vectors, links)
+        (ImageBlocks { config: config.buf, records, bm25, graph }, vectors, links)
     }
 
-    /// Rebuilds an index from [`HybridIndex::image`] parts, validating all of it.
-    pub fn from_image(meta: &[u8], vectors: Vec<f32>, links: Vec<u32>, what: &str) -> Result<HybridIndex> {
-        let mut d = Dec::new(meta, what);
+    /// Rebuilds an index from [`HybridIndex::image`] parts, validating all of it. The record
+    /// table, the BM25 index and the graph decode in parallel.
+    pub fn from_image(blocks: &ImageBlocks, vectors: Vec<f32>, links: Vec<u32>, what: &str) -> Result<HybridIndex> {
+        let mut d = Dec::new(&blocks.config, what);
         let version = d.u32()?;
         if version > IMAGE_VERSION {
             return Err(EngineError::FormatVersion { path: what.to_owned(), found: version, supported: IMAGE_VERSION });
@@ -474,16 +514,38 @@ impl HybridIndex {
             threads: 0,
             exact_threshold: d.u64()? as usize,
         };
-        config.validate().map_err(|e| d.error(format!("bad index settings: {e}")))?;
-        let records = Records::decode(&mut d)?;
-        let bm25 = Bm25::decode(&mut d, config.bm25, &records.alive)?;
-        let params = HnswParams { m: config.m, ef_construction: config.ef_construction, seed: config.seed };
-        let hnsw = Hnsw::decode(&mut d, config.dim, params, vectors, links)?;
         d.finish()?;
-        if hnsw.capacity() > records.capacity()
-            || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize])
-        {
-            return Err(d.error("graph nodes without records"));
+        config.validate().map_err(|e| d.error(format!("bad index settings: {e}")))?;
+        let params = HnswParams { m: config.m, ef_construction: config.ef_construction, seed: config.seed };
+        let (records, (bm25, hnsw)) = rayon::join(
+            || {
+                let mut d = Dec::new(&blocks.records, what);
+                let r = Records::decode(&mut d)?;
+                d.finish().map(|()| r)
+            },
+            || {
+                rayon::join(
+                    || {
+                        let mut d = Dec::new(&blocks.bm25, what);
+                        let b = Bm25::decode(&mut d, config.bm25)?;
+                        d.finish().map(|()| b)
+                    },
+                    || {
+                        let mut d = Dec::new(&blocks.graph, what);
+                        let h = Hnsw::decode(&mut d, config.dim, params, vectors, links)?;
+                        d.finish().map(|()| h)
+                    },
+                )
+            },
+        );
+        let (records, (bm25, indexed), hnsw) = (records?, bm25?, hnsw?);
+        let cap = records.capacity();
+        let mismatch = |why: &str| EngineError::Corrupted(format!("{what}: {why}"));
+        if indexed.len() > cap || (0..cap).any(|s| records.alive[s] != indexed.get(s).is_some_and(|&x| x)) {
+            return Err(mismatch("the BM25 index and the records disagree on which slots hold documents"));
+        }
+        if hnsw.capacity() > cap || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize]) {
+            return Err(mismatch("graph nodes without records"));
         }
         Ok(HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), records, bm25, hnsw, config })
     }

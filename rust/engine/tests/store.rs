@@ -6,6 +6,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use trimem_engine::store::fs::FaultKind;
 use trimem_engine::store::{wal, Durability, Store};
+use trimem_engine::index::ImageBlocks;
 use trimem_engine::{Batch, EngineError, Filter, HybridIndex, IndexConfig, Mode, SearchParams};
 
 const DIM: usize = 16;
@@ -279,10 +280,10 @@ fn wal_generation_must_match_its_name() {
     assert!(matches!(Store::open(dir.path(), Durability::Fsync), Err(EngineError::Corrupted(_))));
 }
 
-fn valid_image() -> (Vec<u8>, Vec<f32>, Vec<u32>) {
+fn valid_image() -> (ImageBlocks, Vec<f32>, Vec<u32>) {
     let idx = sample_index(40);
-    let (meta, v, l) = idx.image();
-    (meta, v.to_vec(), l.to_vec())
+    let (blocks, v, l) = idx.image();
+    (blocks, v.to_vec(), l.to_vec())
 }
 
 proptest! {
@@ -300,17 +301,20 @@ proptest! {
     fn fuzz_image_decoder(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
                           cut in any::<usize>(), do_cut in any::<bool>(),
                           link_edit in any::<(usize, u32)>()) {
-        let (mut meta, vectors, mut links) = valid_image();
+        let (mut blocks, vectors, mut links) = valid_image();
         for (at, byte) in edits {
-            let i = at % meta.len();
-            meta[i] ^= byte | 1;
+            let block = blocks.get_mut(ImageBlocks::NAMES[at % 4]).unwrap();
+            let i = (at / 4) % block.len();
+            block[i] ^= byte | 1;
         }
         if do_cut {
-            meta.truncate(cut % (meta.len() + 1));
+            let block = blocks.get_mut(ImageBlocks::NAMES[cut % 4]).unwrap();
+            let n = block.len() + 1;
+            block.truncate((cut / 4) % n);
         }
         let li = link_edit.0 % links.len();
         links[li] = link_edit.1;
-        if let Ok(idx) = HybridIndex::from_image(&meta, vectors, links, "fuzz") {
+        if let Ok(idx) = HybridIndex::from_image(&blocks, vectors, links, "fuzz") {
             let _ = answers(&idx);
         }
     }
@@ -348,5 +352,29 @@ fn fuzz_log_decoder_on_valid_logs_with_damage() {
             Err(EngineError::Corrupted(_)) | Err(EngineError::FormatVersion { .. }) => {}
             Err(e) => panic!("unexpected {e:?}"),
         }
+    }
+}
+
+#[test]
+fn a_log_whose_header_never_landed_is_started_again() {
+    let idx = sample_index(50);
+    for cut in [0usize, 10, 23] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut o = open(dir.path());
+            o.store.append(&[b"before"]).unwrap();
+            o.store.checkpoint(&[("e", &idx)], b"g1").unwrap();
+        }
+        // As if the process died after creating log 1 but before its header was written.
+        let wal = dir.path().join("wal-0000000000000001.log");
+        let data = std::fs::read(&wal).unwrap();
+        std::fs::write(&wal, &data[..cut]).unwrap();
+        let mut o = open(dir.path());
+        assert_eq!(o.state.as_deref(), Some(&b"g1"[..]), "cut {cut}");
+        assert!(o.log.is_empty());
+        assert_eq!(o.store.recovery().torn_bytes, cut);
+        o.store.append(&[b"after"]).unwrap();
+        drop(o);
+        assert_eq!(open(dir.path()).log, vec![b"after".to_vec()]);
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{EngineError, Result};
-use crate::index::HybridIndex;
+use crate::index::{HybridIndex, ImageBlocks};
 use fs::{io_error, Faults};
 use snapshot::{Body, Part};
 pub use wal::Durability;
@@ -149,7 +149,16 @@ impl Store {
         let mut log = Vec::new();
         let mut current = None;
         for (i, &g) in live.iter().enumerate() {
-            let (w, records, torn) = Wal::open(&dir.join(wal_name(g)), durability, &faults)?;
+            let path = dir.join(wal_name(g));
+            let size = std::fs::metadata(&path).map_err(|e| io_error("cannot stat", &path, e))?.len();
+            if size < wal::HEADER_LEN as u64 && i + 1 == live.len() {
+                // A crash (or a failed checkpoint) while the log was being created: its header
+                // never landed, so it holds nothing. Start it again.
+                fs::remove(&path)?;
+                recovery.torn_bytes += size as usize;
+                continue;
+            }
+            let (w, records, torn) = Wal::open(&path, durability, &faults)?;
             if w.generation() != g {
                 return Err(EngineError::Corrupted(format!("{} claims generation {}", wal_name(g), w.generation())));
             }
@@ -163,7 +172,8 @@ impl Store {
         let wal = match current {
             Some(w) => w,
             None => {
-                let w = Wal::create(&dir.join(wal_name(generation)), generation, durability, &faults)?;
+                let g = live.last().copied().unwrap_or(generation);
+                let w = Wal::create(&dir.join(wal_name(g)), g, durability, &faults)?;
                 fs::sync_dir(dir)?;
                 w
             }
@@ -265,6 +275,7 @@ impl Store {
         match started {
             Ok(w) => self.wal = w,
             Err(e) => {
+                let _ = fs::remove(&path);
                 self.broken = Some(format!("a checkpoint could not start its new log ({e})"));
                 return Err(e);
             }
@@ -307,8 +318,11 @@ fn write_snapshot(
     let mut w = snapshot::Writer::create(path, generation, faults)?;
     w.section(STATE_SECTION, Part::Bytes(state))?;
     for (name, index) in indexes {
-        let (meta, vectors, links) = index.image();
-        w.section(&format!("{name}.meta"), Part::Bytes(&meta))?;
+        let (blocks, vectors, links) = index.image();
+        for part in ImageBlocks::NAMES {
+            let block = blocks.get(part).expect("a known block");
+            w.section(&format!("{name}.{part}"), Part::Bytes(block))?;
+        }
         w.section(&format!("{name}.vectors"), Part::F32(vectors))?;
         w.section(&format!("{name}.links"), Part::U32(links))?;
     }
@@ -324,7 +338,7 @@ fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<L
         return Err(EngineError::Corrupted(format!("{what} claims generation {claimed}")));
     }
     let mut state = None;
-    let mut parts: Vec<(String, Option<Vec<u8>>, Option<Vec<f32>>, Option<Vec<u32>>)> = Vec::new();
+    let mut parts: Vec<IndexParts> = Vec::new();
     for (name, body) in sections {
         if name == STATE_SECTION {
             match body {
@@ -333,33 +347,45 @@ fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<L
             }
             continue;
         }
-        let Some((index, part)) = name.rsplit_once('.') else {
-            return Err(EngineError::Corrupted(format!("{what}: unknown section {name:?}")));
-        };
-        let at = match parts.iter().position(|p| p.0 == index) {
+        let unexpected = || EngineError::Corrupted(format!("{what}: unexpected section {name:?}"));
+        let (index, part) = name.rsplit_once('.').ok_or_else(unexpected)?;
+        let at = match parts.iter().position(|p| p.name == index) {
             Some(i) => i,
             None => {
-                parts.push((index.to_owned(), None, None, None));
+                parts.push(IndexParts { name: index.to_owned(), ..Default::default() });
                 parts.len() - 1
             }
         };
         let slot = &mut parts[at];
         match (part, body) {
-            ("meta", Body::Bytes(b)) if slot.1.is_none() => slot.1 = Some(b),
-            ("vectors", Body::F32(v)) if slot.2.is_none() => slot.2 = Some(v),
-            ("links", Body::U32(l)) if slot.3.is_none() => slot.3 = Some(l),
-            _ => return Err(EngineError::Corrupted(format!("{what}: unexpected section {name:?}"))),
+            ("vectors", Body::F32(v)) if slot.vectors.is_none() => slot.vectors = Some(v),
+            ("links", Body::U32(l)) if slot.links.is_none() => slot.links = Some(l),
+            (block, Body::Bytes(b)) if !slot.seen.contains(&block.to_owned()) => {
+                *slot.blocks.get_mut(block).ok_or_else(unexpected)? = b;
+                slot.seen.push(block.to_owned());
+            }
+            _ => return Err(unexpected()),
         }
     }
     let mut indexes = Vec::new();
-    for (name, meta, vectors, links) in parts {
-        let (Some(meta), Some(vectors), Some(links)) = (meta, vectors, links) else {
-            return Err(EngineError::Corrupted(format!("{what}: index {name:?} is incomplete")));
+    for p in parts {
+        let (Some(vectors), Some(links), 4) = (p.vectors, p.links, p.seen.len()) else {
+            return Err(EngineError::Corrupted(format!("{what}: index {:?} is incomplete", p.name)));
         };
-        let index = HybridIndex::from_image(&meta, vectors, links, &format!("{what} index {name:?}"))?;
-        indexes.push((name, index));
+        let index = HybridIndex::from_image(&p.blocks, vectors, links, &format!("{what} index {:?}", p.name))?;
+        indexes.push((p.name, index));
     }
     Ok((state, indexes))
+}
+
+/// The sections of one index found in a snapshot.
+#[derive(Default)]
+struct IndexParts {
+    name: String,
+    blocks: ImageBlocks,
+    seen: Vec<String>,
+    vectors: Option<Vec<f32>>,
+    links: Option<Vec<u32>>,
 }
 
 /// Background fsync for buffered durability: at most a second of appends is at risk.
