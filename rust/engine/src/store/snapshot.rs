@@ -157,35 +157,12 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
     }
 }
 
-/// Asks for transparent huge pages on a large, untouched buffer: loading a big snapshot then
-/// takes one page fault per 2 MiB instead of per 4 KiB.
-fn advise_huge_pages<T>(buf: &mut [T]) {
-    const HUGE: usize = 2 << 20;
-    let bytes = std::mem::size_of_val(buf);
-    if bytes < 4 * HUGE {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        let start = buf.as_mut_ptr() as usize;
-        let aligned = start.next_multiple_of(HUGE);
-        let end = (start + bytes) / HUGE * HUGE;
-        if end > aligned {
-            // SAFETY: the range lies inside `buf`; madvise only changes how pages are backed.
-            unsafe {
-                libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-}
-
 fn read_array<T: Plain>(file: &mut DataFile, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
     let size = std::mem::size_of::<T>() as u64;
     if len % size != 0 {
         return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
     }
     let mut out = vec![T::default(); (len / size) as usize];
-    advise_huge_pages(&mut out);
     let mut c = 0;
     for chunk in bytes_of_mut(&mut out).chunks_mut(8 << 20) {
         file.read_exact(chunk)?;
