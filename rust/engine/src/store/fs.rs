@@ -177,6 +177,17 @@ impl DataFile {
         self.file.read_exact(buf).map_err(|e| io_error("cannot read", &self.path, e))
     }
 
+    /// Reads exactly `buf.len()` bytes at `offset` (does not move the cursor; usable from
+    /// several threads at once).
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.read_exact_at(buf, offset).map_err(|e| io_error("cannot read", &self.path, e))
+    }
+
+    pub fn seek_to(&mut self, offset: u64) -> Result<()> {
+        self.file.seek(SeekFrom::Start(offset)).map(|_| ()).map_err(|e| io_error("cannot seek", &self.path, e))
+    }
+
     pub fn read_all(&mut self) -> Result<Vec<u8>> {
         self.file.seek(SeekFrom::Start(0)).map_err(|e| io_error("cannot seek", &self.path, e))?;
         let mut out = Vec::new();

@@ -136,9 +136,9 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
             return Err(corrupt(format!("section {name:?} runs past the end")));
         }
         let body = match kind {
-            0 => Body::Bytes(read_array::<u8>(&mut file, len, &name, &what)?),
-            1 => Body::F32(read_array::<f32>(&mut file, len, &name, &what)?),
-            2 => Body::U32(read_array::<u32>(&mut file, len, &name, &what)?),
+            0 => Body::Bytes(read_array::<u8>(&mut file, body_at, len, &name, &what)?),
+            1 => Body::F32(read_array::<f32>(&mut file, body_at, len, &name, &what)?),
+            2 => Body::U32(read_array::<u32>(&mut file, body_at, len, &name, &what)?),
             k => return Err(corrupt(format!("section {name:?} has unknown kind {k}"))),
         };
         pos = body_at + len + 4;
@@ -157,21 +157,89 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
     }
 }
 
-fn read_array<T: Plain>(file: &mut DataFile, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
+/// Reads a section body at `at` (and its checksum) straight into its final array. A large body
+/// is read by several threads at once, each checksumming its part (the parts' CRCs combine),
+/// since copying from the page cache and faulting in fresh pages is most of a reopen.
+fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
     let size = std::mem::size_of::<T>() as u64;
     if len % size != 0 {
         return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
     }
     let mut out = vec![T::default(); (len / size) as usize];
+    let bytes = bytes_of_mut(&mut out);
+    const PARALLEL_FROM: usize = 64 << 20;
+    let threads = if bytes.len() >= PARALLEL_FROM {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
+    } else {
+        1
+    };
+    let part = bytes.len().div_ceil(threads).max(1);
+    let file_ref = &*file;
+    let crcs: Vec<Result<(u32, usize)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bytes
+            .chunks_mut(part)
+            .enumerate()
+            .map(|(i, chunk)| {
+                scope.spawn(move || {
+                    let mut c = 0;
+                    let mut off = at + (i * part) as u64;
+                    for piece in chunk.chunks_mut(8 << 20) {
+                        file_ref.read_exact_at(piece, off)?;
+                        c = crc_append(c, piece);
+                        off += piece.len() as u64;
+                    }
+                    Ok((c, chunk.len()))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a reader thread panicked")).collect()
+    });
     let mut c = 0;
-    for chunk in bytes_of_mut(&mut out).chunks_mut(8 << 20) {
-        file.read_exact(chunk)?;
-        c = crc_append(c, chunk);
+    for r in crcs {
+        let (part_crc, n) = r?;
+        c = crc32c::crc32c_combine(c, part_crc, n);
     }
     let mut stored = [0u8; 4];
-    file.read_exact(&mut stored)?;
+    file.read_exact_at(&mut stored, at + len)?;
+    file.seek_to(at + len + 4)?;
     if c != u32::from_le_bytes(stored) {
         return Err(EngineError::Corrupted(format!("{what}: section {name:?} fails its checksum")));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_sections_are_read_in_parallel_and_still_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.trimem");
+        let faults = Arc::new(Faults::default());
+        let big: Vec<f32> = (0..20_000_000u32).map(|i| (i % 9973) as f32 * 0.5).collect();
+        let mut w = Writer::create(&path, 7, &faults).unwrap();
+        w.section("small", Part::Bytes(b"abc")).unwrap();
+        w.section("big", Part::F32(&big)).unwrap();
+        w.section("after", Part::U32(&[1, 2, 3])).unwrap();
+        w.finish().unwrap();
+        let (g, sections) = read(&path, &faults).unwrap();
+        assert_eq!(g, 7);
+        let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["small", "big", "after"]);
+        match &sections[1].1 {
+            Body::F32(v) => assert!(v == &big),
+            _ => panic!("wrong kind"),
+        }
+        match &sections[2].1 {
+            Body::U32(v) => assert_eq!(v, &[1, 2, 3]),
+            _ => panic!("wrong kind"),
+        }
+        // A flip late in the big section (a later reader thread's part) is caught.
+        let mut data = std::fs::read(&path).unwrap();
+        let at = data.len() - 1000;
+        data[at - 60_000_000] ^= 4;
+        std::fs::write(&path, &data).unwrap();
+        assert!(matches!(read(&path, &faults), Err(EngineError::Corrupted(_))));
+    }
 }
