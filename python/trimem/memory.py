@@ -283,7 +283,7 @@ class Memory:
     def _check_text(text: object) -> str:
         if not isinstance(text, str):
             raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}")
-        if not text.strip():
+        if not text or text.isspace():
             raise InvalidArgumentError("text is empty; there is nothing to remember")
         if len(text) > MAX_TEXT_CHARS:
             raise InvalidArgumentError(
@@ -315,6 +315,8 @@ class Memory:
     @staticmethod
     def _search_text(e: Episode) -> str:
         """What the indexes see of an episode: its text plus topic, keywords and tool call."""
+        if not e.topic and not e.keywords and e.tool is None:
+            return e.text
         parts = [e.text]
         if e.topic:
             parts.append(e.topic)
@@ -324,11 +326,12 @@ class Memory:
             parts.append(e.tool.result[:2000])
         return "\n".join(parts)
 
-    def _make_episode(self, text: str, *, user_id: str, agent_id: str = "default",
-                      session_id: str | None = None, role: str = "user", topic: str | None = None,
-                      keywords: Sequence[str] = (), timestamp: TimeLike | None = None,
-                      importance: float = 0.5, metadata: Mapping[str, Any] | None = None,
-                      tool: ToolCall | Mapping[str, Any] | None = None) -> Episode:
+    def _episode_fields(self, text: str, *, user_id: str, agent_id: str = "default",
+                        session_id: str | None = None, role: str = "user", topic: str | None = None,
+                        keywords: Sequence[str] = (), timestamp: TimeLike | None = None,
+                        importance: float = 0.5, metadata: Mapping[str, Any] | None = None,
+                        tool: ToolCall | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Validates one item and returns the fields of its Episode (all but the id)."""
         check_id("agent_id", agent_id)
         check_id("user_id", user_id)
         if session_id is not None:
@@ -342,11 +345,11 @@ class Memory:
                 raise InvalidArgumentError("tool must be a mapping with 'name' (and optional 'args', 'result')")
             tool = ToolCall(name=str(tool["name"]), args=dict(tool.get("args") or {}),
                             result=str(tool.get("result") or ""))
-        return Episode(
-            id=0, agent_id=agent_id, user_id=user_id, text=self._check_text(text),
+        return dict(
+            agent_id=agent_id, user_id=user_id, text=self._check_text(text),
             timestamp=now_micros(timestamp), session_id=session_id, role=str(role), topic=topic,
-            keywords=[str(k) for k in keywords], importance=float(importance),
-            metadata=dict(metadata or {}), tool=tool,
+            keywords=[str(k) for k in keywords] if keywords else [], importance=float(importance),
+            metadata=dict(metadata) if metadata else {}, tool=tool,
         )
 
     def retain(self, text: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
@@ -362,7 +365,7 @@ class Memory:
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (one log write, one fsync). `vectors` skips the
         embedder when the caller has them already (float32, one row per item)."""
-        drafts = [self._make_episode(**dict(it)) for it in items]
+        drafts = [self._episode_fields(**it) for it in items]
         if not drafts:
             return []
         if vectors is not None:
@@ -373,10 +376,12 @@ class Memory:
                 raise InvalidArgumentError(
                     f"vectors must be float32 of shape ({len(drafts)}, {self.dim}), got {vectors.dtype} {vectors.shape}"
                 )
-        else:
-            vectors = self._embed([self._search_text(e) for e in drafts])
+        elif self.embedder is not None:
+            vectors = self._embed([self._search_text(Episode(id=0, **f)) for f in drafts])
         with self._lock:
-            episodes = [_with_id(e, self._next_id()) for e in drafts]
+            first = self._last_id + 1
+            episodes = [Episode(id=first + i, **f) for i, f in enumerate(drafts)]
+            self._last_id += len(episodes)
             ops: list[Op] = [
                 OpRetain(episodes=episodes[at:at + MAX_BATCH],
                          vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes())
@@ -717,12 +722,6 @@ class Memory:
                 "users": len(self._user_last), "sessions": len(self._working),
                 "episode_index": e, "knowledge_index": k,
                 "embedder": None if self.embedder is None else self.embedder.name}
-
-
-def _with_id(e: Episode, new_id: int) -> Episode:
-    import msgspec
-
-    return msgspec.structs.replace(e, id=new_id)
 
 
 def _phrase_aliases(aliases: Mapping[str, list[str]]) -> dict[str, str]:

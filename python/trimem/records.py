@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 
-class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
+class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     """A tool the agent ran: its name, arguments and what it returned."""
 
     name: str
@@ -24,7 +24,9 @@ class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
     result: str = ""
 
 
-class Episode(msgspec.Struct, frozen=True, omit_defaults=True):
+# gc=False: records hold plain data only (no reference cycles), and a bulk retain creates
+# hundreds of thousands of them; untracked, they cost the cyclic collector nothing.
+class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     """One timestamped event of episodic memory."""
 
     id: int
@@ -111,7 +113,7 @@ class RecalledKnowledge(msgspec.Struct, frozen=True):
     scored: Scored
 
 
-class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
+class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):
     """An episode's fields the engine record does not hold. `text_chars` is set when the
     indexed text carries more than the episode's own text (topic, keywords, tool call)."""
 
@@ -126,11 +128,14 @@ class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=
 
 _encoder = msgspec.msgpack.Encoder()
 _extras_decoder = msgspec.msgpack.Decoder(EpisodeExtras)
+_PLAIN_EXTRAS = _encoder.encode([])  # an empty array decodes to all defaults
 
 
 def episode_payload(e: Episode, indexed_text: str) -> bytes:
     """The engine payload of `e`, whose record holds `indexed_text` (starting with its text)."""
     chars = None if len(indexed_text) == len(e.text) else len(e.text)
+    if chars is None and e.role == "user" and e.importance == 0.5 and not e.metadata and not e.topic:
+        return _PLAIN_EXTRAS  # the common case: nothing beyond the record
     return _encoder.encode(EpisodeExtras(e.role, chars, e.importance, e.topic, e.keywords, e.metadata, e.tool))
 
 

@@ -5,7 +5,8 @@
 //! `score = Σ idf · tf / (tf + k1 · (1 − b + b · dl / avgdl))` over distinct query terms.
 //! N, df, dl and the total length are exact after every add and delete (Lucene approximates dl).
 
-use std::collections::HashMap;
+// foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
+use foldhash::{HashMap, HashMapExt};
 
 use parking_lot::Mutex;
 

@@ -4,7 +4,7 @@
 //! the index (callers run it outside their write lock), then [`HybridIndex::apply`] checks ids
 //! and inserts. A batch either lands whole or not at all.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 use crate::bm25::{Bm25, Bm25Params};
 use crate::error::{EngineError, Result};

@@ -2,7 +2,10 @@
 //! planner needs. Indexes can always be rebuilt from these records (the durable store relies
 //! on it).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+// foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
+use foldhash::{HashMap, HashMapExt};
 
 use crate::error::{EngineError, Result};
 use crate::store::codec::{Dec, Enc};
