@@ -755,11 +755,6 @@ def test_auto_checkpoint_fault_after_a_logged_write(tmp_path: Path) -> None:
     assert not problems, problems
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: Facts.get/list return Fact structs whose `history` is the memory's own list "
-    "(semantic.py _apply_fact passes `history=versions`): a Fact read earlier changes when the "
-    "fact is updated later, and a caller that mutates it (fact.history.clear()) rewrites the "
-    "memory's history — the next checkpoint persists that, and after a reopen the fact is gone"))
 def test_a_returned_fact_is_a_snapshot(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     problems = []

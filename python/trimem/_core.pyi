@@ -118,6 +118,7 @@ class HybridIndex:
         max_text_bytes: int = 1048576,
         threads: int = 0,
         exact_threshold: int = 1000,
+        partition_by_namespace: bool = False,
     ) -> HybridIndex: ...
     @property
     def dim(self) -> int: ...

@@ -124,8 +124,10 @@ class Memory:
         self.min_cosine_alone = min_cosine_alone if min_cosine_alone is not None else 0.6
         self._working_capacity = working_capacity
         self._working_ttl = working_ttl
-        self._episode_index = HybridIndex(self.dim)
-        self._knowledge_index = HybridIndex(self.dim)
+        # One graph per user (namespace): every search is within one user's memory, so it walks
+        # only that user's graph.
+        self._episode_index = HybridIndex(self.dim, partition_by_namespace=True)
+        self._knowledge_index = HybridIndex(self.dim, partition_by_namespace=True)
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
         self._working: dict[str, WorkingMemory] = {}

@@ -138,9 +138,11 @@ class Facts:
             self._current.pop(fk, None)
             return
         versions.append(FactVersion(op.value, op.at, None, op.source, "update" if old else "set"))
+        # The Fact gets its own copy of the history: what a caller holds never changes later,
+        # and nothing a caller does to it reaches the memory.
         self._current[fk] = Fact(
             key=op.key, value=op.value, updated_at=op.at, version=(old.version + 1) if old else 1,
-            history=versions, source=op.source, pinned=fk in self._pinned,
+            history=list(versions), source=op.source, pinned=fk in self._pinned,
         )
 
     def _apply_alias(self, op: OpAlias) -> None:
@@ -224,7 +226,7 @@ class Facts:
                                    version=current.version + 1 if current else 1, history=history,
                                    source=v.source, pinned=fk in self._pinned)
             if current is not None:
-                self._current[fk] = current
+                self._current[fk] = msgspec.structs.replace(current, history=list(history))
 
     def _forget_sources(self, episode_ids: Iterable[int]) -> None:
         """Drops forgotten episodes from every fact's provenance."""
@@ -238,7 +240,7 @@ class Facts:
                 fact = self._current.get(fk)
                 if fact is not None:
                     self._current[fk] = msgspec.structs.replace(
-                        fact, history=versions, source=[i for i in fact.source if i not in gone])
+                        fact, history=list(versions), source=[i for i in fact.source if i not in gone])
 
     def _remove_user(self, agent_id: str, user_id: str) -> None:
         for store in (self._current, self._history):

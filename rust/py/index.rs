@@ -64,7 +64,7 @@ impl HybridIndex {
     #[new]
     #[pyo3(signature = (dim, *, metric = "cosine", m = 16, ef_construction = 200, stem = false,
                         stopwords = false, k1 = 1.2, b = 0.75, seed = 42, max_text_bytes = 1_048_576,
-                        threads = 0, exact_threshold = 1000))]
+                        threads = 0, exact_threshold = 1000, partition_by_namespace = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
@@ -79,6 +79,7 @@ impl HybridIndex {
         max_text_bytes: usize,
         threads: usize,
         exact_threshold: usize,
+        partition_by_namespace: bool,
     ) -> PyResult<Self> {
         let config = IndexConfig {
             dim,
@@ -91,6 +92,7 @@ impl HybridIndex {
             max_text_bytes,
             threads,
             exact_threshold,
+            partition_by_namespace,
         };
         let engine = Engine::new(config.clone()).map_err(to_py_err)?;
         Ok(HybridIndex {

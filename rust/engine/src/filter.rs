@@ -61,6 +61,16 @@ impl<'a> Resolved<'a> {
         Some(Resolved { records, time: f.time_range, namespace, session, bits: None })
     }
 
+    /// The namespace id the filter names, if any.
+    pub fn namespace(&self) -> Option<u32> {
+        self.namespace
+    }
+
+    /// Whether the filter restricts anything beyond its namespace.
+    pub fn restricts_within_namespace(&self) -> bool {
+        self.time.is_some() || self.session.is_some()
+    }
+
     /// Whether the filter restricts anything beyond "alive".
     pub fn restricts(&self) -> bool {
         self.time.is_some() || self.namespace.is_some() || self.session.is_some()
@@ -95,11 +105,15 @@ impl<'a> Resolved<'a> {
         if !self.restricts() || live == 0 {
             return live;
         }
-        const SAMPLES: usize = 512;
-        let cap = r.capacity();
-        let step = (cap / SAMPLES).max(1);
+        const SAMPLES: u64 = 512;
+        let cap = r.capacity() as u64;
         let (mut seen, mut hit) = (0usize, 0usize);
-        for s in (0..cap).step_by(step) {
+        // Scattered sample positions (golden-ratio steps): a fixed stride would alias with
+        // records written round-robin (user 1, user 2, ..., user 1, ...) and miss whole tenants.
+        let mut x = 0u64;
+        for _ in 0..SAMPLES.min(cap) {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let s = ((x as u128 * cap as u128) >> 64) as usize;
             if r.alive[s] {
                 seen += 1;
                 hit += self.allows(s as u32) as usize;

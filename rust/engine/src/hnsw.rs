@@ -14,6 +14,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
+use foldhash::{HashMap, HashMapExt};
 use parking_lot::Mutex;
 
 use crate::distance::{dot_kernel, prefetch, DotFn};
@@ -47,8 +48,9 @@ pub struct HnswParams {
     pub seed: u64,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
-    slot: Option<u32>,
+    slot: u32,
     level: usize,
 }
 
@@ -67,7 +69,12 @@ pub struct Hnsw {
     upper: Vec<Box<[AtomicU32]>>,
     levels: Vec<i8>,
     locks: Vec<Mutex<()>>,
-    entry: Mutex<Entry>,
+    /// Partition of each slot. Nodes link only within their partition, so the graph is a union of
+    /// disjoint graphs sharing storage: a search inside one partition (one tenant's records)
+    /// is an unfiltered search of a small graph. Everything is partition 0 unless asked.
+    part: Vec<u32>,
+    /// Entry point of each non-empty partition.
+    entries: Mutex<HashMap<u32, Entry>>,
     live: usize,
     visited: VisitedPool,
 }
@@ -92,7 +99,8 @@ impl Hnsw {
             upper: Vec::new(),
             levels: Vec::new(),
             locks: Vec::new(),
-            entry: Mutex::new(Entry { slot: None, level: 0 }),
+            part: Vec::new(),
+            entries: Mutex::new(HashMap::new()),
             live: 0,
             visited: VisitedPool::default(),
         }
@@ -112,6 +120,17 @@ impl Hnsw {
 
     pub fn capacity(&self) -> usize {
         self.levels.len()
+    }
+
+    pub fn partition(&self, slot: u32) -> u32 {
+        self.part.get(slot as usize).copied().unwrap_or(0)
+    }
+
+    /// Partitions that hold nodes.
+    pub fn partitions(&self) -> Vec<u32> {
+        let mut p: Vec<u32> = self.entries.lock().keys().copied().collect();
+        p.sort_unstable();
+        p
     }
 
     pub fn contains(&self, slot: u32) -> bool {
@@ -149,6 +168,7 @@ impl Hnsw {
         self.level0.resize_with(n * (1 + self.m0), || AtomicU32::new(0));
         self.upper.resize_with(n, || Box::new([]));
         self.levels.resize(n, NOT_IN_GRAPH);
+        self.part.resize(n, 0);
         self.locks.resize_with(n, || Mutex::new(()));
     }
 
@@ -218,13 +238,14 @@ impl Hnsw {
 
     /// Stores `vector` (already normalised when the metric is cosine) at `slot` and prepares
     /// its link storage. Call [`Hnsw::link`] afterwards (possibly from several threads).
-    pub fn stage(&mut self, slot: u32, vector: &[f32]) {
+    pub fn stage(&mut self, slot: u32, vector: &[f32], partition: u32) {
         debug_assert_eq!(vector.len(), self.dim);
         self.ensure_slots(slot as usize + 1);
         let s = slot as usize * self.dim;
         self.vectors[s..s + self.dim].copy_from_slice(vector);
         let level = self.random_level();
         self.levels[slot as usize] = level as i8;
+        self.part[slot as usize] = partition;
         self.upper[slot as usize] =
             (0..level * (1 + self.m)).map(|_| AtomicU32::new(0)).collect();
         self.links(slot, 0)[0].store(0, Relaxed);
@@ -263,16 +284,15 @@ impl Hnsw {
     fn link(&self, slot: u32, vl: &mut VisitedList) {
         let level = self.levels[slot as usize] as usize;
         let q = self.vector(slot).to_vec();
-        let mut entry = self.entry.lock();
-        let Some(mut ep) = entry.slot else {
-            entry.slot = Some(slot);
-            entry.level = level;
+        let partition = self.part[slot as usize];
+        let mut entries = self.entries.lock();
+        let Some(&Entry { slot: mut ep, level: top }) = entries.get(&partition) else {
+            entries.insert(partition, Entry { slot, level });
             return;
         };
-        let top = entry.level;
-        // Keep the global lock while a new top level is built, as hnswlib does.
+        // Keep the entry lock while a new top level is built, as hnswlib does.
         let keep_entry = level > top;
-        let guard = if keep_entry { Some(entry) } else { drop(entry); None };
+        let guard = if keep_entry { Some(entries) } else { drop(entries); None };
 
         let mut cur = Scored { dist: self.dist(&q, ep), slot: ep };
         let mut buf = Vec::with_capacity(self.m0);
@@ -284,7 +304,8 @@ impl Hnsw {
             let found =
                 self.search_layer(&q, &[ep], self.ef_construction, l, vl, None::<&fn(u32) -> bool>, false);
             let mut sorted = found.into_sorted_vec();
-            sorted.retain(|c| c.slot != slot);
+            // Stale links (to a deleted node's reused slot) may lead into another partition.
+            sorted.retain(|c| c.slot != slot && self.part[c.slot as usize] == partition);
             let chosen = self.select_heuristic(&sorted, self.m);
             {
                 // Another thread may have linked to this node already (it can be reached through
@@ -294,7 +315,8 @@ impl Hnsw {
                 self.read_links(slot, l, &mut existing);
                 let mut merged = chosen.clone();
                 for &e in &existing {
-                    if e != slot && self.at_level(e, l) && !merged.iter().any(|c| c.slot == e) {
+                    let same = self.part[e as usize] == partition;
+                    if e != slot && same && self.at_level(e, l) && !merged.iter().any(|c| c.slot == e) {
                         merged.push(Scored { dist: self.dist(&q, e), slot: e });
                     }
                 }
@@ -314,9 +336,8 @@ impl Hnsw {
                 ep = best.slot;
             }
         }
-        if let Some(mut e) = guard {
-            e.slot = Some(slot);
-            e.level = level;
+        if let Some(mut entries) = guard {
+            entries.insert(partition, Entry { slot, level });
         }
     }
 
@@ -521,13 +542,10 @@ impl Hnsw {
         ef: usize,
         allow: Option<&F>,
         two_hop: bool,
+        partition: u32,
     ) -> Vec<(f32, u32)> {
-        let (ep, top) = {
-            let e = self.entry.lock();
-            match e.slot {
-                Some(s) => (s, e.level),
-                None => return Vec::new(),
-            }
+        let Some(Entry { slot: ep, level: top }) = self.entries.lock().get(&partition).copied() else {
+            return Vec::new();
         };
         let mut cur = Scored { dist: self.dist(q, ep), slot: ep };
         let mut buf = Vec::with_capacity(self.m0);
@@ -588,9 +606,16 @@ impl Hnsw {
                 e.array(&raw);
             }
         }
-        let entry = self.entry.lock();
-        e.u32(entry.slot.map_or(u32::MAX, |s| s));
-        e.u32(entry.level as u32);
+        e.array(&self.part);
+        let entries = self.entries.lock();
+        let mut sorted: Vec<(u32, Entry)> = entries.iter().map(|(&p, &en)| (p, en)).collect();
+        sorted.sort_unstable_by_key(|&(p, _)| p);
+        e.u64(sorted.len() as u64);
+        for (p, en) in sorted {
+            e.u32(p);
+            e.u32(en.slot);
+            e.u32(en.level as u32);
+        }
         e.u64(self.rng);
     }
 
@@ -627,20 +652,38 @@ impl Hnsw {
             }
             upper.push(raw.into_iter().map(AtomicU32::new).collect());
         }
-        let (slot, level) = (d.u32()?, d.u32()? as usize);
+        let part: Vec<u32> = d.array()?;
+        if part.len() != cap {
+            return Err(d.error("partition array does not match the node count"));
+        }
+        let n_entries = d.count(12)?;
+        let mut entries = HashMap::with_capacity(n_entries);
+        for _ in 0..n_entries {
+            let (p, slot, level) = (d.u32()?, d.u32()?, d.u32()? as usize);
+            let ok = (slot as usize) < cap && levels[slot as usize] as isize == level as isize && part[slot as usize] == p;
+            if !ok || entries.insert(p, Entry { slot, level }).is_some() {
+                return Err(d.error("bad entry point"));
+            }
+        }
         let live = levels.iter().filter(|&&l| l >= 0).count();
-        let entry = match slot {
-            u32::MAX if live == 0 => Entry { slot: None, level: 0 },
-            s if (s as usize) < cap && levels[s as usize] as isize == level as isize => Entry { slot: Some(s), level },
-            _ => return Err(d.error("bad entry point")),
-        };
+        // Every partition with nodes needs its entry point, and only those.
+        let mut populated = std::collections::BTreeSet::new();
+        for (s, &l) in levels.iter().enumerate() {
+            if l >= 0 {
+                populated.insert(part[s]);
+            }
+        }
+        if populated.len() != entries.len() || !populated.iter().all(|p| entries.contains_key(p)) {
+            return Err(d.error("partitions and entry points disagree"));
+        }
         h.rng = d.u64()?;
         h.vectors = vectors;
         h.level0 = level0.into_iter().map(AtomicU32::new).collect();
         h.upper = upper;
         h.locks = (0..cap).map(|_| Mutex::new(())).collect();
         h.levels = levels;
-        h.entry = Mutex::new(entry);
+        h.part = part;
+        h.entries = Mutex::new(entries);
         h.live = live;
         Ok(h)
     }
@@ -670,7 +713,7 @@ impl Hnsw {
                     .iter()
                     .chain(mine.iter())
                     .copied()
-                    .filter(|&c| c != n && self.at_level(c, l))
+                    .filter(|&c| c != n && self.at_level(c, l) && self.part[c as usize] == self.part[n as usize])
                     .map(|c| Scored { dist: self.dist(&base, c), slot: c })
                     .collect();
                 cands.sort_unstable();
@@ -688,18 +731,20 @@ impl Hnsw {
         self.vectors[s..s + self.dim].fill(0.0);
         self.upper[slot as usize] = Box::new([]);
         self.live -= 1;
-        let entry = self.entry.get_mut();
-        if entry.slot == Some(slot) {
-            // The highest remaining node becomes the entry point.
+        let partition = self.part[slot as usize];
+        let entries = self.entries.get_mut();
+        if entries.get(&partition).is_some_and(|e| e.slot == slot) {
+            // The highest remaining node of the partition becomes its entry point.
+            let part = &self.part;
             let best = self
                 .levels
                 .iter()
                 .enumerate()
-                .filter(|(_, &l)| l >= 0)
-                .max_by_key(|(i, &l)| (l, Reverse(*i)));
-            *entry = match best {
-                Some((i, &l)) => Entry { slot: Some(i as u32), level: l as usize },
-                None => Entry { slot: None, level: 0 },
+                .filter(|&(i, &l)| l >= 0 && part[i] == partition)
+                .max_by_key(|&(i, &l)| (l, Reverse(i)));
+            match best {
+                Some((i, &l)) => entries.insert(partition, Entry { slot: i as u32, level: l as usize }),
+                None => entries.remove(&partition),
             };
         }
     }
@@ -730,7 +775,7 @@ mod tests {
         let data = unit_vectors(n, dim, 7);
         let mut h = Hnsw::new(dim, HnswParams { m: 16, ef_construction: 100, seed: 1 });
         for (i, v) in data.iter().enumerate() {
-            h.stage(i as u32, v);
+            h.stage(i as u32, v, 0);
         }
         let slots: Vec<u32> = (0..n as u32).collect();
         h.link_all(&slots, threads);
@@ -741,7 +786,7 @@ mod tests {
         let mut hit = 0;
         for q in queries {
             let truth: Vec<u32> = h.exact(q, k, 0..n as u32, |s| s as u64).iter().map(|x| x.1).collect();
-            let got = h.search(q, k, 64, None::<&fn(u32) -> bool>, false);
+            let got = h.search(q, k, 64, None::<&fn(u32) -> bool>, false, 0);
             hit += got.iter().filter(|x| truth.contains(&x.1)).count();
         }
         hit as f64 / (queries.len() * k) as f64
@@ -764,11 +809,11 @@ mod tests {
             let data = unit_vectors(300, 32, seed + 11);
             let mut h = Hnsw::new(32, HnswParams { m: 16, ef_construction: 200, seed });
             for (i, v) in data.iter().enumerate() {
-                h.stage(i as u32, v);
+                h.stage(i as u32, v, 0);
             }
             h.link_all(&(0..300).collect::<Vec<u32>>(), 2);
             for (i, v) in data.iter().enumerate() {
-                let got = h.search(v, 1, 64, None::<&fn(u32) -> bool>, false);
+                let got = h.search(v, 1, 64, None::<&fn(u32) -> bool>, false, 0);
                 assert_eq!(got[0].1, i as u32, "seed {seed}");
             }
         }
@@ -784,7 +829,7 @@ mod tests {
         assert!(h.vector(0).iter().all(|&x| x == 0.0));
         let queries = unit_vectors(50, 32, 5);
         for q in &queries {
-            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>, false).iter().all(|x| x.1 % 2 == 1));
+            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>, false, 0).iter().all(|x| x.1 % 2 == 1));
         }
         let r = recall(&h, &queries, 3000, 10);
         assert!(r >= 0.95, "recall after deleting half = {r}");
@@ -796,7 +841,7 @@ mod tests {
         let allow = |s: u32| s % 3 == 0;
         for q in unit_vectors(20, 16, 3) {
             for two_hop in [false, true] {
-                let got = h.search(&q, 10, 64, Some(&allow), two_hop);
+                let got = h.search(&q, 10, 64, Some(&allow), two_hop, 0);
                 assert_eq!(got.len(), 10);
                 assert!(got.iter().all(|x| x.1 % 3 == 0));
             }

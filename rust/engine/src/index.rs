@@ -96,6 +96,10 @@ pub struct IndexConfig {
     pub threads: usize,
     /// A filtered vector search scans exactly when at most this many records match.
     pub exact_threshold: usize,
+    /// One graph per namespace (tenant): a search in one namespace walks only that namespace's
+    /// graph, as fast as an unfiltered search of a store that size; a search across all
+    /// namespaces visits every graph (slower with many namespaces).
+    pub partition_by_namespace: bool,
 }
 
 impl Default for IndexConfig {
@@ -111,6 +115,7 @@ impl Default for IndexConfig {
             max_text_bytes: 1 << 20,
             threads: 0,
             exact_threshold: 1000,
+            partition_by_namespace: false,
         }
     }
 }
@@ -426,7 +431,8 @@ impl HybridIndex {
             let slot = self.records.insert(r);
             self.bm25.add(slot, terms);
             if let Some(v) = &r.vector {
-                self.hnsw.stage(slot, v);
+                let partition = if self.config.partition_by_namespace { self.records.namespace[slot as usize] } else { 0 };
+                self.hnsw.stage(slot, v, partition);
                 staged.push(slot);
             }
         }
@@ -481,6 +487,7 @@ impl HybridIndex {
         config.u64(c.seed);
         config.u64(c.max_text_bytes as u64);
         config.u64(c.exact_threshold as u64);
+        config.bool(c.partition_by_namespace);
         let encode = |f: &dyn Fn(&mut Enc)| {
             let mut e = Enc::default();
             f(&mut e);
@@ -513,6 +520,7 @@ impl HybridIndex {
             max_text_bytes: d.u64()? as usize,
             threads: 0,
             exact_threshold: d.u64()? as usize,
+            partition_by_namespace: d.bool()?,
         };
         d.finish()?;
         config.validate().map_err(|e| d.error(format!("bad index settings: {e}")))?;
@@ -546,6 +554,13 @@ impl HybridIndex {
         }
         if hnsw.capacity() > cap || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize]) {
             return Err(mismatch("graph nodes without records"));
+        }
+        let wrong_partition = |s: u32| {
+            let want = if config.partition_by_namespace { records.namespace[s as usize] } else { 0 };
+            hnsw.contains(s) && hnsw.partition(s) != want
+        };
+        if (0..hnsw.capacity() as u32).any(wrong_partition) {
+            return Err(mismatch("graph partitions disagree with the namespaces"));
         }
         Ok(HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), records, bm25, hnsw, config })
     }
@@ -714,13 +729,30 @@ impl HybridIndex {
     }
 
     fn plan(&self, filter: &Resolved, vector_leg: bool) -> LegPlan {
-        if !filter.restricts() {
-            return LegPlan { estimate: self.records.len(), exact: false, two_hop: false };
+        // With one graph per namespace, a namespace filter picks the graph and is no filter at
+        // all inside it; what restricts is time or session, relative to the namespace's size.
+        let partition = if self.config.partition_by_namespace { filter.namespace() } else { None };
+        let restricts = match partition {
+            Some(_) => filter.restricts_within_namespace(),
+            None => filter.restricts(),
+        };
+        let population = match partition {
+            Some(ns) => self.records.namespaces.count(ns),
+            None => self.records.len(),
+        };
+        if !restricts {
+            return LegPlan { estimate: population, population, exact: false, two_hop: false, partition, restricts };
         }
         let threshold = self.config.exact_threshold;
-        let estimate = filter.estimate();
+        // Inside one namespace's graph, count what also matches time and session exactly when
+        // the namespace is small enough (its records are one ordered range), else estimate.
+        const COUNT_WITHIN: usize = 20_000;
+        let estimate = match partition {
+            Some(_) if population <= COUNT_WITHIN => filter.count_up_to(population),
+            _ => filter.estimate(),
+        };
         let exact = vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold;
-        LegPlan { estimate, exact, two_hop: estimate * 2 < self.records.len() }
+        LegPlan { estimate, population, exact, two_hop: estimate * 2 < population, partition, restricts }
     }
 
     /// Vector leg: exact scan when few records match the filter, otherwise the graph with the
@@ -738,20 +770,32 @@ impl HybridIndex {
         if plan.two_hop {
             // A selective filter leaves fewer allowed nodes near the query; a wider beam keeps
             // recall (√ growth, capped at 4×, measured on synthetic clustered data).
-            let share = plan.estimate.max(1) as f64 / self.records.len().max(1) as f64;
+            let share = plan.estimate.max(1) as f64 / plan.population.max(1) as f64;
             ef = (ef as f64 * (0.1 / share).sqrt().clamp(1.0, 4.0)) as usize;
         }
         let ids = &self.records.ids;
-        // Deleted records are out of the graph, so with no restriction there is nothing to check.
-        let mut hits = if filter.restricts() {
-            self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop)
-        } else {
-            self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false)
+        let search = |partition: u32| {
+            // Deleted records are out of the graph, so with no restriction there is nothing to
+            // check. Within a namespace's graph the namespace is still checked: a link left by
+            // a deleted node whose slot another namespace reused may point across.
+            if plan.restricts || plan.partition.is_some() {
+                self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop, partition)
+            } else {
+                self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false, partition)
+            }
+        };
+        let mut hits = match (self.config.partition_by_namespace, plan.partition) {
+            (false, _) => search(0),
+            (true, Some(ns)) => search(ns),
+            // No namespace named: every namespace's graph, merged.
+            (true, None) => self.hnsw.partitions().into_iter().flat_map(search).collect(),
         };
         // The graph orders ties by slot; results must not depend on insertion order.
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(ids[a.1 as usize].cmp(&ids[b.1 as usize])));
+        hits.dedup_by_key(|h| h.1); // merged graphs could reach a node twice through a stale link
+        hits.truncate(window);
         // A graph can leave a node unreachable; the exact scan guarantees a full answer.
-        if hits.len() >= window || (!filter.restricts() && hits.len() >= self.hnsw.len()) {
+        if hits.len() >= window || (!plan.restricts && hits.len() >= plan.population.min(self.hnsw.len())) {
             return (hits, Plan::Graph);
         }
         (self.exact(q, window, filter), Plan::GraphThenExact)
@@ -769,8 +813,14 @@ impl HybridIndex {
 /// How one search runs its legs under its filter.
 struct LegPlan {
     estimate: usize,
+    /// Records the search ranges over: the namespace's with one graph per namespace, else all.
+    population: usize,
     exact: bool,
     two_hop: bool,
+    /// The namespace whose graph the search walks (one graph per namespace only).
+    partition: Option<u32>,
+    /// Whether nodes must be checked against the filter during the walk.
+    restricts: bool,
 }
 
 #[cfg(test)]

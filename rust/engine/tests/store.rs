@@ -378,3 +378,120 @@ fn a_log_whose_header_never_landed_is_started_again() {
         assert_eq!(open(dir.path()).log, vec![b"after".to_vec()]);
     }
 }
+
+/// One graph per namespace: in-namespace searches walk only that graph and equal exact
+/// answers; cross-namespace searches merge every graph; deletes move entry points; the
+/// partitions survive a snapshot.
+#[test]
+fn namespace_partitions_search_deletes_and_snapshots() {
+    let mut next = rng(5);
+    let n = 3000u64;
+    let config = IndexConfig { dim: DIM, threads: 1, partition_by_namespace: true, exact_threshold: 10, ..Default::default() };
+    let mut idx = HybridIndex::new(config).unwrap();
+    let ids: Vec<u64> = (1..=n).collect();
+    let texts: Vec<String> = ids.iter().map(|i| format!("record {i}")).collect();
+    let vecs: Vec<f32> = (0..n as usize * DIM).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect();
+    let ts: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+    let ns: Vec<String> = ids.iter().map(|&i| format!("a/u{}", i % 7)).collect();
+    let batch = Batch {
+        ids: &ids,
+        texts: &texts,
+        vectors: Some(&vecs),
+        timestamps: &ts,
+        namespaces: &ns,
+        sessions: None,
+        payloads: None,
+        importance: None,
+    };
+    idx.add(&batch, false).unwrap();
+    // Delete a third, including whatever nodes were entry points.
+    let gone: Vec<u64> = (1..=n).filter(|i| i % 3 == 0).collect();
+    idx.delete(&gone, false).unwrap();
+    // Freed slots are reused by another namespace: links that pointed at them one way must not
+    // carry a search across namespaces.
+    let reuse: Vec<u64> = (n + 1..=n + 600).collect();
+    let rtexts: Vec<String> = reuse.iter().map(|i| format!("reused {i}")).collect();
+    let rvecs: Vec<f32> = (0..600 * DIM).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect();
+    let rts: Vec<i64> = reuse.iter().map(|&i| i as i64).collect();
+    let rns: Vec<String> = reuse.iter().map(|_| "a/reuse".to_owned()).collect();
+    let rbatch = Batch {
+        ids: &reuse,
+        texts: &rtexts,
+        vectors: Some(&rvecs),
+        timestamps: &rts,
+        namespaces: &rns,
+        sessions: None,
+        payloads: None,
+        importance: None,
+    };
+    idx.add(&rbatch, false).unwrap();
+    let exact = |idx: &HybridIndex, q: &[f32], ns: Option<&str>| -> Vec<u64> {
+        let ns_of = |i: u64| if i > n { "a/reuse".to_owned() } else { format!("a/u{}", i % 7) };
+        let mut all: Vec<(f32, u64)> = (1..=n + 600)
+            .filter(|i| idx.contains(*i) && ns.is_none_or(|ns| ns_of(*i) == ns))
+            .map(|i| {
+                let v = idx.get(i).unwrap().vector.unwrap();
+                let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+                (v.iter().zip(q).map(|(a, b)| a * b).sum::<f32>() / qn, i)
+            })
+            .collect();
+        all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        all.into_iter().take(10).map(|x| x.1).collect()
+    };
+    let check = |idx: &HybridIndex| {
+        let (mut found, mut total) = (0, 0);
+        for t in 0..40 {
+            let q: Vec<f32> = (0..DIM).map(|i| ((i * 7 + t * 13) as f32).sin()).collect();
+            for ns in [Some("a/u3"), Some("a/u0"), None] {
+                let p = SearchParams {
+                    k: 10,
+                    mode: Mode::Vector,
+                    filter: Filter { namespace: ns.map(str::to_owned), ..Default::default() },
+                    ..Default::default()
+                };
+                let got: Vec<u64> = idx.search(None, Some(&q), &p).unwrap().hits.iter().map(|h| h.id).collect();
+                assert_eq!(got.len(), 10);
+                if let Some(ns) = ns {
+                    assert!(got.iter().all(|&i| i <= n && format!("a/u{}", i % 7) == ns), "a hit crossed its namespace");
+                }
+                let truth = exact(idx, &q, ns);
+                found += got.iter().filter(|i| truth.contains(i)).count();
+                total += 10;
+            }
+        }
+        let recall = found as f64 / total as f64;
+        assert!(recall >= 0.97, "recall {recall}");
+    };
+    check(&idx);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut o = open(dir.path());
+        o.store.checkpoint(&[("p", &idx)], b"").unwrap();
+    }
+    let back = open(dir.path()).indexes.pop().unwrap().1;
+    check(&back);
+    assert_eq!(answers(&back), answers(&idx));
+    // A namespace emptied entirely loses its graph; a new record there starts a fresh one.
+    let u5: Vec<u64> = (1..=n).filter(|i| i % 7 == 5 && i % 3 != 0).collect();
+    idx.delete(&u5, false).unwrap();
+    let q: Vec<f32> = (0..DIM).map(|i| (i as f32).cos()).collect();
+    let p = SearchParams {
+        k: 5,
+        mode: Mode::Vector,
+        filter: Filter { namespace: Some("a/u5".into()), ..Default::default() },
+        ..Default::default()
+    };
+    assert!(idx.search(None, Some(&q), &p).unwrap().hits.is_empty());
+    let batch = Batch {
+        ids: &[99_999],
+        texts: &["back again".to_owned()],
+        vectors: Some(&q),
+        timestamps: &[1],
+        namespaces: &["a/u5".to_owned()],
+        sessions: None,
+        payloads: None,
+        importance: None,
+    };
+    idx.add(&batch, false).unwrap();
+    assert_eq!(idx.search(None, Some(&q), &p).unwrap().hits[0].id, 99_999);
+}
