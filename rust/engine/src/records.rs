@@ -325,10 +325,10 @@ impl Records {
         let mut texts = Vec::with_capacity(n);
         let mut payloads = Vec::with_capacity(n);
         let mut text_bytes = 0;
-        for s in 0..n {
+        for (s, &live) in alive.iter().enumerate() {
             let t = d.str()?;
             let p = d.bytes()?;
-            if !alive[s] && !(t.is_empty() && p.is_empty()) {
+            if !live && !(t.is_empty() && p.is_empty()) {
                 return Err(d.error(format!("freed slot {s} still holds data")));
             }
             text_bytes += t.len();

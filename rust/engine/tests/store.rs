@@ -338,7 +338,7 @@ fn fuzz_log_decoder_on_valid_logs_with_damage() {
             let i = (next() as usize) % d.len();
             d[i] ^= 1 << (next() % 8);
         }
-        if next() % 4 == 0 {
+        if next().is_multiple_of(4) {
             d.truncate((next() as usize) % d.len());
         }
         match wal::scan(&d, "fuzz") {

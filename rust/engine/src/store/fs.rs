@@ -165,7 +165,8 @@ impl DataFile {
         Ok(())
     }
 
-    pub fn len(&self) -> Result<u64> {
+    /// The file's size in bytes.
+    pub fn size(&self) -> Result<u64> {
         Ok(self.file.metadata().map_err(|e| io_error("cannot stat", &self.path, e))?.len())
     }
 

@@ -94,7 +94,7 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
     let what = path.display().to_string();
     let corrupt = |why: String| EngineError::Corrupted(format!("{what}: {why}"));
     let mut file = DataFile::open(path, faults)?;
-    let size = file.len()?;
+    let size = file.size()?;
     let mut h = [0u8; HEADER_LEN];
     if size < HEADER_LEN as u64 {
         return Err(corrupt("shorter than its header".into()));
@@ -162,7 +162,7 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
 /// since copying from the page cache and faulting in fresh pages is most of a reopen.
 fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
     let size = std::mem::size_of::<T>() as u64;
-    if len % size != 0 {
+    if !len.is_multiple_of(size) {
         return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
     }
     let mut out = vec![T::default(); (len / size) as usize];
