@@ -225,10 +225,13 @@ class Memory:
         """Writes ops in one log write (one fsync; if it fails, none is written), then applies
         them."""
         with self._lock:
-            if self._store is not None:
-                self._store.append_many([encode_op(op) for op in ops])
-            for op in ops:
-                self._apply(op)
+            if self._store is not None and all(isinstance(op, OpRetain) for op in ops):
+                self._commit_retains(ops)
+            else:
+                if self._store is not None:
+                    self._store.append_many([encode_op(op) for op in ops])
+                for op in ops:
+                    self._apply(op)
             if self._store is not None and self._store.log_bytes >= self.checkpoint_bytes:
                 try:
                     self.checkpoint()
@@ -236,6 +239,28 @@ class Memory:
                     # The write itself is in the log and applied: report the checkpoint, not the
                     # write. (If the store can no longer take writes, the next write says so.)
                     log.warning("automatic checkpoint failed, the log keeps growing: %s", e)
+
+    def _commit_retains(self, ops: list[Op]) -> None:
+        """Retains are written to the log, then indexed while the store's fsync thread syncs
+        them (indexing and fsync take about as long, so a durable retain costs one, not both).
+        The call returns once the log is durable; if the fsync fails the log no longer holds
+        them, and they are taken back out of the index before the error is raised."""
+        assert self._store is not None
+        ticket = self._store.append_deferred([encode_op(op) for op in ops])
+        last = dict(self._user_last)
+        added: list[int] = []
+        try:
+            for op in ops:
+                assert isinstance(op, OpRetain)
+                self._apply(op)
+                added.extend(e.id for e in op.episodes)
+        finally:
+            try:
+                self._store.settle_deferred(ticket)
+            except BaseException:
+                self._episode_index.delete(added, missing_ok=True)
+                self._user_last = last
+                raise
 
     def _apply(self, op: Op) -> None:
         if isinstance(op, OpRetain):

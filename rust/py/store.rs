@@ -153,6 +153,18 @@ impl Store {
         })
     }
 
+    /// Writes operations and starts their fsync in the background; returns a ticket for
+    /// `settle_deferred`, which waits for the disk (and, if the fsync failed, takes them back
+    /// out of the log and raises). Lets a writer index while the disk syncs.
+    fn append_deferred(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<u64> {
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        self.with(py, |s| s.append_deferred(&refs))
+    }
+
+    fn settle_deferred(&self, py: Python<'_>, ticket: u64) -> PyResult<()> {
+        self.with(py, |s| s.settle_deferred(ticket))
+    }
+
     /// Forces buffered appends to disk.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |s| s.sync())

@@ -132,6 +132,11 @@ impl DataFile {
         Ok(DataFile { file, path: path.to_owned(), faults: faults.clone() })
     }
 
+    /// A second handle on the same file (same fault plan), e.g. for a background fsync.
+    pub fn try_clone(&self) -> Result<DataFile> {
+        Ok(DataFile { file: self.try_clone_file()?, path: self.path.clone(), faults: self.faults.clone() })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

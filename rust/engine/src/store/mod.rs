@@ -13,6 +13,7 @@
 pub mod codec;
 pub mod fs;
 pub mod snapshot;
+mod syncer;
 pub mod wal;
 
 use std::fs::File;
@@ -84,6 +85,8 @@ pub struct Store {
     wal: Wal,
     faults: Arc<Faults>,
     flusher: Option<Flusher>,
+    /// The fsync thread behind deferred appends (fsync durability).
+    syncer: Option<syncer::Syncer>,
     recovery: Recovery,
     /// Set when the store can no longer accept writes safely (see the message).
     broken: Option<String>,
@@ -194,7 +197,11 @@ impl Store {
             Durability::Buffered => Some(Flusher::start(wal.file().try_clone_file()?)),
             Durability::Fsync => None,
         };
-        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, flusher, recovery, broken: None };
+        let syncer = match durability {
+            Durability::Fsync => Some(syncer::Syncer::start(wal.file().try_clone()?)?),
+            Durability::Buffered => None,
+        };
+        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, flusher, syncer, recovery, broken: None };
         Ok(Opened { store, state, indexes, log })
     }
 
@@ -241,6 +248,28 @@ impl Store {
         Ok(())
     }
 
+    /// Writes operations and starts their fsync on the store's fsync thread, so the caller can
+    /// index them meanwhile; [`Store::settle_deferred`] with the returned ticket waits for the
+    /// disk. Until then they are not acknowledged; if the fsync fails they leave the log.
+    pub fn append_deferred(&mut self, payloads: &[&[u8]]) -> Result<u64> {
+        self.check_writable()?;
+        self.wal.append_deferred(payloads)?;
+        Ok(match &self.syncer {
+            Some(s) => s.request(),
+            None => {
+                if let Some(f) = &self.flusher {
+                    f.mark_dirty();
+                }
+                0
+            }
+        })
+    }
+
+    pub fn settle_deferred(&mut self, ticket: u64) -> Result<()> {
+        let outcome = self.syncer.as_ref().map(|s| s.wait(ticket));
+        self.wal.settle_deferred(outcome)
+    }
+
     /// Forces buffered appends to disk.
     pub fn sync(&mut self) -> Result<()> {
         self.wal.sync()
@@ -251,6 +280,7 @@ impl Store {
     /// keep writers out for the duration; readers of the indexes may continue.
     pub fn checkpoint(&mut self, indexes: &[(&str, &HybridIndex)], state: &[u8]) -> Result<()> {
         self.check_writable()?;
+        self.wal.finish_deferred()?;
         for (name, _) in indexes {
             check_section_name(name)?;
         }
@@ -283,6 +313,9 @@ impl Store {
         if let Some(f) = &self.flusher {
             f.replace(self.wal.file().try_clone_file()?);
         }
+        if let Some(s) = &self.syncer {
+            s.replace(self.wal.file().try_clone()?);
+        }
         fs::remove(&self.dir.join(wal_name(old)))?;
         fs::remove(&self.dir.join(snapshot_name(old)))?;
         fs::sync_dir(&self.dir)
@@ -291,6 +324,7 @@ impl Store {
     /// Flushes and closes (also done on drop).
     pub fn close(mut self) -> Result<()> {
         self.stop_flusher();
+        self.wal.finish_deferred()?;
         self.wal.sync()
     }
 

@@ -141,6 +141,8 @@ pub struct Wal {
     durability: Durability,
     /// Set when a failed write could not be undone: later writes are refused until reopen.
     poisoned: Option<String>,
+    /// The acknowledged end while a deferred append awaits its fsync.
+    pending: Option<u64>,
 }
 
 impl Wal {
@@ -149,7 +151,7 @@ impl Wal {
         let mut file = DataFile::create_new(path, faults)?;
         file.write_all(&header(generation))?;
         file.sync()?;
-        Ok(Wal { file, generation, end: HEADER_LEN as u64, durability, poisoned: None })
+        Ok(Wal { file, generation, end: HEADER_LEN as u64, durability, poisoned: None, pending: None })
     }
 
     /// Opens a log, returns its records and cuts a torn tail (fsynced) so appends start clean.
@@ -163,7 +165,7 @@ impl Wal {
         }
         file.seek_end()?;
         let records = scan.records.iter().map(|r| data[r.clone()].to_vec()).collect();
-        Ok((Wal { file, generation, end: scan.end as u64, durability, poisoned: None }, records, scan.torn))
+        Ok((Wal { file, generation, end: scan.end as u64, durability, poisoned: None, pending: None }, records, scan.torn))
     }
 
     pub fn generation(&self) -> u64 {
@@ -189,6 +191,41 @@ impl Wal {
     /// Appends records as one write; with fsync durability one fsync covers them all (group
     /// commit). On failure nothing of the batch stays in the log.
     pub fn append(&mut self, payloads: &[&[u8]]) -> Result<()> {
+        self.finish_deferred()?;
+        self.write(payloads, self.durability == Durability::Fsync)
+    }
+
+    /// Writes records without waiting for the disk. Until [`Wal::finish_deferred`] (given the
+    /// outcome of an fsync run elsewhere, so the caller can work meanwhile) they are not
+    /// acknowledged; if that fsync failed they are cut off again.
+    pub fn append_deferred(&mut self, payloads: &[&[u8]]) -> Result<()> {
+        let acknowledged = self.pending.unwrap_or(self.end);
+        self.write(payloads, false)?;
+        self.pending = Some(acknowledged);
+        Ok(())
+    }
+
+    /// Settles deferred appends: `synced` is the outcome of their fsync (`None`: fsync now).
+    pub fn settle_deferred(&mut self, synced: Option<Result<()>>) -> Result<()> {
+        let Some(acknowledged) = self.pending.take() else { return Ok(()) };
+        let outcome = match (self.durability, synced) {
+            (Durability::Buffered, _) => Ok(()),
+            (Durability::Fsync, Some(r)) => r,
+            (Durability::Fsync, None) => self.file.sync(),
+        };
+        if let Err(e) = outcome {
+            self.end = acknowledged;
+            self.undo();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    pub fn finish_deferred(&mut self) -> Result<()> {
+        self.settle_deferred(None)
+    }
+
+    fn write(&mut self, payloads: &[&[u8]], sync: bool) -> Result<()> {
         if let Some(why) = &self.poisoned {
             return Err(EngineError::Io(format!(
                 "the store refuses writes after an earlier failure it could not undo ({why}); reopen it"
@@ -204,10 +241,7 @@ impl Wal {
         for p in payloads {
             encode_record(&mut buf, p);
         }
-        let written = self.file.write_all(&buf).and_then(|()| match self.durability {
-            Durability::Fsync => self.file.sync(),
-            Durability::Buffered => Ok(()),
-        });
+        let written = self.file.write_all(&buf).and_then(|()| if sync { self.file.sync() } else { Ok(()) });
         if let Err(e) = written {
             self.undo();
             return Err(e);
