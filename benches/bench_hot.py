@@ -1,10 +1,19 @@
-"""pytest-benchmark benchmarks of the hot functions.
+"""pytest-benchmark benchmarks of the hot functions: `HybridIndex.search` per mode (and with a
+time window), `HybridIndex.add`, `trimem.tokenize`, `Memory.facts.get`, `Memory.recall`,
+`RecallBundle.render` and `Memory.retain`.
 
-In the test suite they run once each as smoke tests (`--benchmark-disable` is in the pytest
-options); time them for real with
+In the test suite (and so in CI) each runs once as a smoke test: `--benchmark-disable` is in the
+pytest options. Time them for real, save a baseline and compare a later build with it:
 
-    python -m pytest benches --benchmark-enable --benchmark-autosave        # save a baseline
-    python -m pytest benches --benchmark-enable --benchmark-compare         # compare with it
+    python -m pytest benches/bench_hot.py --benchmark-enable --benchmark-autosave    # save
+    python -m pytest benches/bench_hot.py --benchmark-enable --benchmark-compare     # vs latest
+    python -m pytest benches/bench_hot.py --benchmark-enable --benchmark-compare=0001 \
+        --benchmark-compare-fail=median:25%                                         # fail if slower
+
+Baselines go to `.benchmarks/` (git-ignored; `--benchmark-storage=PATH` moves them) and hold
+absolute times, so compare only runs from the same machine, ideally back to back. The CI
+regression check is the ratio gate instead (`python -m trimem bench --gate`, see
+trimem.bench.gate), which times trimem against peers in one process and needs no baseline.
 
 Sizes are small enough for CI; `python -m trimem bench` does the 100k comparison with peers.
 """

@@ -18,6 +18,12 @@ Method (DESIGN.md §6: the machine is small, shared and noisy, so compare *ratio
    over exact top-50 legs; for windowed cases everything is restricted to the window first.
    Ties are counted as correct (a hit is right when its exact score reaches the 10th best).
    "short" is the share of queries returning fewer hits than the exact answer has (< k).
+6. ``scale=[n1, n2, ...]`` repeats steps 1-5 at every size (a fresh dataset and fresh builds per
+   size, smallest first); every row carries its ``n`` and ``ratios_by_n`` holds each size's
+   ratios (``ratios`` is the largest size's). :mod:`trimem.bench.plot` draws latency vs N and
+   recall vs latency from the report (``--plot PATH``).
+
+:func:`time_rounds` (step 4) is shared with the CI gate, :mod:`trimem.bench.gate`.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ import trimem
 from trimem.bench import peers
 from trimem.bench.datasets import Dataset, make_dataset, time_window
 
-__all__ = ["QUICK", "FULL", "DebugBuildError", "run"]
+__all__ = ["QUICK", "FULL", "DebugBuildError", "check_release", "run", "time_rounds"]
 
 K = 10
 # --quick and the defaults: (n, dim, queries, repeats)
@@ -52,6 +58,17 @@ _K1, _B = 1.2, 0.75
 
 class DebugBuildError(RuntimeError):
     """trimem's engine is a debug build; timing it would be meaningless."""
+
+
+def check_release(what: str = "timings", hint: str = " or pass --allow-debug") -> None:
+    """Raise :class:`DebugBuildError` unless the engine is a release build."""
+    profile = trimem.build_profile()
+    if profile != "release":
+        raise DebugBuildError(
+            f"trimem's engine is a {profile} build (trimem.build_profile() == {profile!r}): "
+            f"{what} would be meaningless. Rebuild it in release mode (e.g. `maturin develop "
+            f"--release` or `pip install .`){hint}."
+        )
 
 
 # --------------------------------------------------------------------------
@@ -219,7 +236,7 @@ def machine_info() -> dict[str, Any]:
 
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"trimem": trimem.__version__}
-    for pkg in ("numpy", "hnswlib", "bm25s", "tantivy", "numba"):
+    for pkg in ("numpy", "hnswlib", "bm25s", "tantivy", "numba", "lancedb", "pyarrow"):
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -249,6 +266,11 @@ def _ratio_specs(pct: str) -> list[tuple[str, str, list[str]]]:
          ["hand-hybrid-post"]),
         (f"trimem hybrid {pct} window / hand hybrid pre-filter", "trimem-hybrid-window",
          ["hand-hybrid-pre"]),
+        ("trimem vector / LanceDB", "trimem-vector", ["lancedb-vector"]),
+        ("trimem bm25 / LanceDB FTS", "trimem-bm25", ["lancedb-fts"]),
+        ("trimem hybrid / LanceDB hybrid", "trimem-hybrid", ["lancedb-hybrid"]),
+        (f"trimem hybrid {pct} window / LanceDB hybrid pre-filter", "trimem-hybrid-window",
+         ["lancedb-hybrid-window"]),
     ]
 
 
@@ -281,12 +303,47 @@ def _ms(v: float) -> str:
     return f"{v:.3f}" if v < 10 else f"{v:.1f}"
 
 
+def _r(v: float) -> str:
+    return f"{v:.2f}" if v >= 0.095 else f"{v:.3f}"
+
+
+def _sizes(report: dict[str, Any]) -> list[int]:
+    cfg = report["config"]
+    return [int(x) for x in cfg.get("scale") or [cfg["n"]]]
+
+
+def _ratio_table(report: dict[str, Any]) -> list[str]:
+    sizes = _sizes(report)
+    by_n: dict[str, dict[str, Any]] = report.get("ratios_by_n") or {str(sizes[-1]): report["ratios"]}
+    if not any(by_n.values()):
+        return []
+    head = "ratio (trimem / peer; < 1 means trimem is faster)"
+    if len(sizes) == 1:
+        lines = ["", f"| {head} | p50 | p99 |", "|---|---:|---:|"]
+        for label, v in report["ratios"].items():
+            extra = f" [{v['denominator']}]" if "min(" in label else ""
+            lines.append(f"| {label}{extra} | {_r(v['p50'])} | {_r(v['p99'])} |")
+        return lines
+    labels = list(dict.fromkeys(lb for n in sizes for lb in by_n.get(str(n), {})))
+    lines = ["", f"| {head} | " + " | ".join(f"p50 @ n={n}" for n in sizes) + " |",
+             "|---|" + "---:|" * len(sizes)]
+    for label in labels:
+        cells = []
+        for n in sizes:
+            v = by_n.get(str(n), {}).get(label)
+            cells.append("–" if v is None else _r(v["p50"]))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     cfg, mach = report["config"], report["machine"]
+    sizes = _sizes(report)
+    n_text = f"n={sizes[0]}" if len(sizes) == 1 else "n=" + ", ".join(str(n) for n in sizes)
     lines = [
         f"trimem {report['versions']['trimem']} ({mach['build_profile']}, {mach['simd']}) on "
         f"{mach['cpu']}, {mach['cores']} cores, Python {mach['python']}",
-        f"n={cfg['n']}, dim={cfg['dim']}, {cfg['queries']} queries, k={cfg['k']}, "
+        f"{n_text}, dim={cfg['dim']}, {cfg['queries']} queries, k={cfg['k']}, "
         f"{cfg['repeats']} interleaved rounds, seed={cfg['seed']}, one query per call",
         "",
         "| system | case | n | p50 ms | p99 ms | recall@10 | build s | short-results % |",
@@ -298,36 +355,32 @@ def markdown(report: dict[str, Any]) -> str:
             f" | {_fmt(r['recall_at_10'], '.3f')} | {r['build_s']:.1f} | "
             f"{_fmt(None if r['short_results'] is None else 100 * r['short_results'], '.1f')} |"
         )
-    if report["ratios"]:
-        lines += [
-            "",
-            "| ratio (trimem / peer; < 1 means trimem is faster) | p50 | p99 |",
-            "|---|---:|---:|",
-        ]
-        for label, v in report["ratios"].items():
-            den = v["denominator"]
-            extra = f" [{den}]" if "min(" in label else ""
-            lines.append(f"| {label}{extra} | {v['p50']:.2f} | {v['p99']:.2f} |")
+    lines += _ratio_table(report)
     notes = []
+    seen: set[tuple[str, str]] = set()
     for r in report["results"]:
+        at = f" (n={r['n']})" if len(sizes) > 1 else ""
         if r.get("plans"):
             plans = ", ".join(f"{p} {100 * c / sum(r['plans'].values()):.0f}%"
                               for p, c in sorted(r["plans"].items()))
-            notes.append(f"{r['key']}: plans {plans}")
-        if r.get("note"):
+            notes.append(f"{r['key']}{at}: plans {plans}")
+        if r.get("note") and (r["key"], r["note"]) not in seen:  # once, not once per size
+            seen.add((r["key"], r["note"]))
             notes.append(f"{r['key']}: {r['note']}")
     for s in report["skipped"]:
-        notes.append(f"skipped {s['key']}: {s['reason']}")
+        if (s["key"], s["reason"]) not in seen:  # one line per reason, not one per size
+            seen.add((s["key"], s["reason"]))
+            notes.append(f"skipped {s['key']}: {s['reason']}")
     notes.append(
         "build s: systems sharing an index report that one build (all trimem rows share one "
         "HybridIndex; hand hybrids reuse the hnswlib and bm25s indexes; bm25s includes "
-        "tokenising with trimem.tokenize)"
+        "tokenising with trimem.tokenize; LanceDB rows share one table with its three indexes)"
     )
     notes.append(
         "recall@10 is against exact numpy answers (cosine brute force; Lucene BM25 over trimem's "
         "tokens; RRF k=60 of exact top-50 legs), restricted to the window for windowed cases; "
-        "tantivy tokenises differently and scales/quantises BM25, so its BM25 recall is < 1 by "
-        "design"
+        "tantivy and LanceDB tokenise differently (and tantivy scales/quantises BM25), so their "
+        "BM25 and hybrid recall is < 1 by design"
     )
     lines += ["", *(f"- {n}" for n in notes)]
     return "\n".join(lines)
@@ -348,6 +401,158 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def time_rounds(systems: Sequence[peers.System], n_queries: int, repeats: int, *,
+                show_progress: bool = True, desc: str = "timing rounds",
+                wrap: Any = None, block: int | None = None) -> dict[str, _Timing]:
+    """Step 4: ``repeats`` interleaved, rotated rounds; per system the p50/p99 of every round.
+
+    Round r runs every system once over all queries (one query per call, ``perf_counter_ns``
+    around the call, garbage collector paused), starting with system ``r % len(systems)``.
+    ``block=None`` runs each system's queries back to back; ``block=b`` alternates systems every
+    ``b`` queries (b queries of system 1, the same b of system 2, ..., the next b of system 1),
+    so a burst of load from another process lands on every system instead of on one — the CI
+    gate uses that. ``wrap(system) -> query`` may replace a system's query callable (the gate's
+    injected slowdown); by default ``system.query`` is timed.
+    """
+    ready = list(systems)
+    timing = {s.key: _Timing() for s in ready}
+    if not ready:
+        return timing
+    calls = {s.key: (s.query if wrap is None else wrap(s)) for s in ready}
+    step = n_queries if block is None else max(1, int(block))
+    lat = {s.key: np.empty(n_queries, dtype=np.int64) for s in ready}
+    clock = time.perf_counter_ns
+    gc_was_enabled = gc.isenabled()
+    try:
+        for r in peers.progress(range(repeats), total=repeats, desc=desc, enabled=show_progress):
+            rot = r % len(ready)
+            order = ready[rot:] + ready[:rot]
+            if step >= n_queries:  # one system at a time: collect garbage before each
+                for s in order:
+                    query, out = calls[s.key], lat[s.key]
+                    gc.collect()
+                    gc.disable()
+                    for i in range(n_queries):
+                        t = clock()
+                        query(i)
+                        out[i] = clock() - t
+                    if gc_was_enabled:
+                        gc.enable()
+            else:
+                gc.collect()
+                gc.disable()
+                for a in range(0, n_queries, step):
+                    b = min(a + step, n_queries)
+                    for s in order:
+                        query, out = calls[s.key], lat[s.key]
+                        for i in range(a, b):
+                            t = clock()
+                            query(i)
+                            out[i] = clock() - t
+                if gc_was_enabled:
+                    gc.enable()
+            for s in ready:
+                p50, p99 = np.percentile(lat[s.key], [50, 99]) / 1e6
+                timing[s.key].p50.append(float(p50))
+                timing[s.key].p99.append(float(p99))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return timing
+
+
+def build_systems(chosen: Sequence[peers.System], wl: peers.Workload, shared: peers.Shared
+                  ) -> tuple[list[peers.System], list[dict[str, Any]]]:
+    """Step 2: build every system; (the ready ones, the skipped ones with their reason)."""
+    ready: list[peers.System] = []
+    skipped: list[dict[str, Any]] = []
+    for s in chosen:
+        try:
+            s.build(wl, shared)
+        except peers.Skipped as exc:
+            skipped.append({"key": s.key, "reason": str(exc)})
+            _log(f"skip {s.key}: {exc}")
+            continue
+        except Exception as exc:  # a broken peer must not sink the whole comparison
+            traceback.print_exc(file=sys.stderr)
+            skipped.append({"key": s.key, "reason": f"build failed: {type(exc).__name__}: {exc}"})
+            continue
+        ready.append(s)
+    return ready, skipped
+
+
+def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, seed: int,
+              n_queries: int, window: float, k: int, threads: int, show_progress: bool
+              ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Steps 1-5 at one size: (rows by system key, skipped systems)."""
+    chosen = peers.make_systems(systems)
+    t0 = time.perf_counter()
+    _log(f"dataset: n={n}, dim={dim}, queries={n_queries}, seed={seed} ...")
+    ds = make_dataset(n, dim, seed=seed, n_queries=n_queries)
+    windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i)
+               for i in range(n_queries)]
+    _log(f"dataset ready in {time.perf_counter() - t0:.1f}s")
+    wl = peers.Workload(ds=ds, k=k, windows=windows, window_fraction=window,
+                        show_progress=show_progress, threads=threads)
+    with peers.Shared() as shared:
+        ready, skipped = build_systems(chosen, wl, shared)
+        if not ready:
+            raise RuntimeError("no system could be built: " +
+                               "; ".join(f"{s['key']}: {s['reason']}" for s in skipped))
+
+        # Untimed pass: answers for recall, query plans, warm caches (and JITs).
+        answers: dict[str, list[list[int]]] = {}
+        plans: dict[str, dict[str, int]] = {}
+        for s in list(ready):
+            try:
+                answers[s.key] = [
+                    [int(x) for x in s.query(i)]
+                    for i in peers.progress(range(n_queries), total=n_queries,
+                                            desc=f"warm-up {s.key}", enabled=show_progress)
+                ]
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                skipped.append({"key": s.key,
+                                "reason": f"query failed: {type(exc).__name__}: {exc}"})
+                ready.remove(s)
+                continue
+            counts: dict[str, int] = {}
+            for i in range(n_queries):
+                p = s.plan(i)
+                if p is not None:
+                    counts[p] = counts.get(p, 0) + 1
+            if counts:
+                plans[s.key] = counts
+
+        timing = time_rounds(ready, n_queries, repeats, show_progress=show_progress,
+                             desc=f"timing rounds (n={n})")
+        tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
+
+        rows: dict[str, dict[str, Any]] = {}
+        for s in ready:
+            tl = tallies[s.key]
+            rows[s.key] = {
+                "key": s.key,
+                "system": s.label,
+                "case": s.case_label(window),
+                "n": n,
+                "dim": dim,
+                "p50_ms": float(np.median(timing[s.key].p50)),
+                "p99_ms": float(np.median(timing[s.key].p99)),
+                "recall_at_10": tl.recall,
+                "build_s": s.build_s,
+                "short_results": tl.short_share,
+                "build_rss_mb": s.rss_mb,
+                "rounds_p50_ms": timing[s.key].p50,
+                "rounds_p99_ms": timing[s.key].p99,
+                "plans": plans.get(s.key),
+                "note": s.note,
+            }
+    for sk in skipped:
+        sk["n"] = n
+    return rows, skipped
+
+
 def run(
     n: int | None = None,
     dim: int | None = None,
@@ -364,134 +569,60 @@ def run(
     allow_debug: bool = False,
     show_progress: bool = True,
     out: TextIO | None = None,
+    scale: Sequence[int] | None = None,
+    plot_path: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Build, time and judge every selected system; print markdown; return the report dict.
 
     ``None`` for ``n``/``dim``/``n_queries``/``repeats`` means the ``--quick`` preset
-    (:data:`QUICK`) when ``quick`` else :data:`FULL`. Raises :class:`DebugBuildError` on a debug
-    build of the engine unless ``allow_debug``.
+    (:data:`QUICK`) when ``quick`` else :data:`FULL`. ``scale`` (several record counts) runs
+    the whole comparison at each size instead of at ``n``. ``plot_path`` also draws a PNG
+    (needs matplotlib; checked before anything runs). Raises :class:`DebugBuildError` on a
+    debug build of the engine unless ``allow_debug``.
     """
-    profile = trimem.build_profile()
-    if profile != "release" and not allow_debug:
-        raise DebugBuildError(
-            f"trimem's engine is a {profile} build: timings would be meaningless. Rebuild it in "
-            "release mode (e.g. `maturin develop --release`) or pass --allow-debug."
-        )
+    if not allow_debug:
+        check_release()
+    if plot_path is not None:
+        from trimem.bench import plot
+
+        plot.require_matplotlib()
     preset = QUICK if quick else FULL
     n = preset["n"] if n is None else int(n)
     dim = preset["dim"] if dim is None else int(dim)
     n_queries = preset["queries"] if n_queries is None else int(n_queries)
     repeats = preset["repeats"] if repeats is None else int(repeats)
-    if n < k or dim < 1 or n_queries < 1 or repeats < 1:
+    sizes = sorted({int(x) for x in scale}) if scale else [n]
+    if min(sizes) < k or dim < 1 or n_queries < 1 or repeats < 1:
         raise ValueError("need n >= k, dim >= 1, queries >= 1 and repeats >= 1")
     if not 0.0 < window <= 1.0:
         raise ValueError("window must be a fraction in (0, 1]")
     out = sys.stdout if out is None else out
-    chosen = peers.make_systems(systems)
+    peers.make_systems(systems)  # unknown names fail before any work
     pct = f"{window:.0%}"
 
     t0 = time.perf_counter()
-    _log(f"dataset: n={n}, dim={dim}, queries={n_queries}, seed={seed} ...")
-    ds = make_dataset(n, dim, seed=seed, n_queries=n_queries)
-    windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i)
-               for i in range(n_queries)]
-    _log(f"dataset ready in {time.perf_counter() - t0:.1f}s")
-    wl = peers.Workload(ds=ds, k=k, windows=windows, window_fraction=window,
-                        show_progress=show_progress, threads=threads)
-    shared = peers.Shared()
-
-    ready: list[peers.System] = []
-    skipped: list[dict[str, str]] = []
-    for s in chosen:
-        try:
-            s.build(wl, shared)
-        except peers.Skipped as exc:
-            skipped.append({"key": s.key, "reason": str(exc)})
-            _log(f"skip {s.key}: {exc}")
-            continue
-        except Exception as exc:  # a broken peer must not sink the whole comparison
-            traceback.print_exc(file=sys.stderr)
-            skipped.append({"key": s.key, "reason": f"build failed: {type(exc).__name__}: {exc}"})
-            continue
-        ready.append(s)
-    if not ready:
-        raise RuntimeError("no system could be built: " +
-                           "; ".join(f"{s['key']}: {s['reason']}" for s in skipped))
-
-    # Untimed pass: answers for recall, query plans, warm caches (and JITs).
-    answers: dict[str, list[list[int]]] = {}
-    plans: dict[str, dict[str, int]] = {}
-    for s in list(ready):
-        try:
-            answers[s.key] = [[int(x) for x in s.query(i)] for i in range(n_queries)]
-        except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            skipped.append({"key": s.key, "reason": f"query failed: {type(exc).__name__}: {exc}"})
-            ready.remove(s)
-            continue
-        counts: dict[str, int] = {}
-        for i in range(n_queries):
-            p = s.plan(i)
-            if p is not None:
-                counts[p] = counts.get(p, 0) + 1
-        if counts:
-            plans[s.key] = counts
-
-    # Interleaved, rotated timing rounds.
-    timing = {s.key: _Timing() for s in ready}
-    lat = np.empty(n_queries, dtype=np.int64)
-    clock = time.perf_counter_ns
-    gc_was_enabled = gc.isenabled()
-    try:
-        for r in peers.progress(range(repeats), total=repeats, desc="timing rounds",
-                                enabled=show_progress):
-            rot = r % len(ready)
-            for s in ready[rot:] + ready[:rot]:
-                query = s.query
-                gc.collect()
-                gc.disable()
-                for i in range(n_queries):
-                    t = clock()
-                    query(i)
-                    lat[i] = clock() - t
-                if gc_was_enabled:
-                    gc.enable()
-                p50, p99 = np.percentile(lat, [50, 99]) / 1e6
-                timing[s.key].p50.append(float(p50))
-                timing[s.key].p99.append(float(p99))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-    tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
-
-    rows: dict[str, dict[str, Any]] = {}
-    for s in ready:
-        tl = tallies[s.key]
-        rows[s.key] = {
-            "key": s.key,
-            "system": s.label,
-            "case": s.case_label(window),
-            "n": n,
-            "dim": dim,
-            "p50_ms": float(np.median(timing[s.key].p50)),
-            "p99_ms": float(np.median(timing[s.key].p99)),
-            "recall_at_10": tl.recall,
-            "build_s": s.build_s,
-            "short_results": tl.short_share,
-            "build_rss_mb": s.rss_mb,
-            "rounds_p50_ms": timing[s.key].p50,
-            "rounds_p99_ms": timing[s.key].p99,
-            "plans": plans.get(s.key),
-            "note": s.note,
-        }
+    results: list[dict[str, Any]] = []
+    ratios_by_n: dict[str, dict[str, Any]] = {}
+    skipped: list[dict[str, Any]] = []
+    for j, size in enumerate(sizes, 1):
+        if len(sizes) > 1:
+            _log(f"== size {j}/{len(sizes)}: n={size}")
+        rows, sk = _run_size(size, dim, systems=systems, repeats=repeats, seed=seed,
+                             n_queries=n_queries, window=window, k=k, threads=threads,
+                             show_progress=show_progress)
+        results += rows.values()
+        ratios_by_n[str(size)] = _ratios(rows, pct)
+        skipped += sk
+        gc.collect()
     report = {
         "machine": machine_info(),
         "versions": versions(),
-        "config": {"n": n, "dim": dim, "queries": n_queries, "repeats": repeats, "seed": seed,
-                   "k": k, "window": window, "quick": quick},
-        "results": list(rows.values()),
-        "ratios": _ratios(rows, pct),
+        "config": {"n": sizes[-1], "dim": dim, "queries": n_queries, "repeats": repeats,
+                   "seed": seed, "k": k, "window": window, "quick": quick,
+                   "scale": sizes if scale else None},
+        "results": results,
+        "ratios": ratios_by_n[str(sizes[-1])],
+        "ratios_by_n": ratios_by_n,
         "skipped": skipped,
         "elapsed_s": time.perf_counter() - t0,
     }
@@ -501,4 +632,8 @@ def run(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         _log(f"wrote {path}")
+    if plot_path is not None:
+        from trimem.bench import plot
+
+        _log(f"wrote {plot.plot(report, plot_path)}")
     return report

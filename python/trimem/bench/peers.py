@@ -22,16 +22,27 @@ Fairness notes:
 - tantivy uses its default tokenizer (it cannot take ours without pre-tokenised documents) and
   a boolean OR of term queries built from its own analyser, i.e. plain BM25 over the query terms.
 - The hand-assembled hybrids take the top 50 from each leg, as trimem's default window for k=10.
+- LanceDB (when ``lancedb`` is installed) runs from a temporary folder (it has no in-RAM mode),
+  with an HNSW index (IVF_HNSW_FLAT, one partition, M=16, ef_construction=200, cosine, ef=64),
+  a native FTS index (simple tokenizer, lowercase, no stemming, stop words or ASCII folding: the
+  closest to trimem's tokens it offers) and a BTree index on the timestamp. Its hybrid is its own
+  ``query_type="hybrid"`` with ``RRFReranker(K=60)`` and legs of 50 (``limit(50)``, first k
+  kept); the windowed case adds ``where("ts >= lo AND ts < hi", prefilter=True)``. LanceDB runs
+  the two legs on a thread pool and its engine on its own runtime threads; that is how a user
+  calls it, so it is timed that way.
 """
 
 from __future__ import annotations
 
 import heapq
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -156,10 +167,29 @@ class Built:
 
 
 class Shared:
-    """Builds each shared component (an index, the token lists) once and remembers its cost."""
+    """Builds each shared component (an index, the token lists) once and remembers its cost.
+
+    Builders that leave something behind (LanceDB's temporary folder) register its removal with
+    :meth:`on_close`; :meth:`close` runs those callbacks and forgets every build.
+    """
 
     def __init__(self) -> None:
         self._built: dict[str, Built] = {}
+        self._closers: list[Callable[[], None]] = []
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        self._closers.append(fn)
+
+    def close(self) -> None:
+        self._built.clear()
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> Shared:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def get(self, name: str, builder: Callable[[], Any]) -> Built:
         b = self._built.get(name)
@@ -235,6 +265,51 @@ def _tantivy_index(wl: Workload) -> Any:
     writer.wait_merging_threads()
     index.reload()
     return index, schema
+
+
+def _import_lancedb() -> Any:
+    # LanceDB's Rust logger prints a deprecation warning per query when the selected columns
+    # omit `_distance`/`_score` (its hybrid query cannot select them per leg); keep errors only
+    # unless the caller chose a level. Read once, when the extension initialises its logger.
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    return _require("lancedb")
+
+
+def _lancedb_table(wl: Workload, shared: Shared) -> Any:
+    lancedb = _import_lancedb()
+    pa = _require("pyarrow", "pyarrow (LanceDB)")
+    try:
+        from lancedb.index import FTS, BTree, HnswFlat
+    except ImportError as exc:
+        raise Skipped(f"lancedb {getattr(lancedb, '__version__', '?')} lacks FTS/HnswFlat "
+                      f"index configs ({exc}); install a newer lancedb") from None
+    ds = wl.ds
+    folder = tempfile.mkdtemp(prefix="trimem-bench-lancedb-")
+    shared.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
+    steps = ["table", "full-text index", "vector index", "timestamp index"]
+    table: Any = None
+    for step in progress(steps, total=len(steps), desc=f"build lancedb ({len(ds)} rows)",
+                         enabled=wl.show_progress):
+        if step == "table":
+            db = lancedb.connect(folder)
+            data = pa.table({
+                "id": pa.array(ds.ids.astype(np.int64)),
+                "text": pa.array(ds.texts, type=pa.string()),
+                "ts": pa.array(ds.timestamps, type=pa.int64()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.ascontiguousarray(ds.vectors, dtype=np.float32).ravel()), ds.dim),
+            })
+            table = db.create_table("records", data)
+        elif step == "full-text index":
+            table.create_index("text", config=FTS(
+                with_position=False, base_tokenizer="simple", lower_case=True, stem=False,
+                remove_stop_words=False, ascii_folding=False))
+        elif step == "vector index":
+            table.create_index("vector", config=HnswFlat(
+                distance_type="cosine", num_partitions=1, m=M, ef_construction=EF_CONSTRUCTION))
+        else:
+            table.create_index("ts", config=BTree())
+    return table
 
 
 # --------------------------------------------------------------------------
@@ -536,12 +611,88 @@ class HandHybridPre(HandHybrid):
         return rrf((bm_ids, vec_ids), self.k)
 
 
+# ---- LanceDB --------------------------------------------------------------
+
+
+class LanceDB(System):
+    """LanceDB, the vector leg alone (HNSW, cosine, ef=64)."""
+
+    key, label, kind = "lancedb-vector", "LanceDB", "vector"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        self.table = self._use(shared, "lancedb", lambda: _lancedb_table(wl, shared))
+        self.k = wl.k
+        self.texts = list(wl.ds.query_texts)
+        self.vectors = [wl.query_vector(i) for i in range(wl.n_queries)]
+        self.windows = list(wl.windows)
+        self.note = f"lancedb {_version('lancedb')}, on disk in a temporary folder"
+
+    def query(self, i: int) -> Any:
+        res = (self.table.search(self.vectors[i], query_type="vector").distance_type("cosine")
+               .ef(EF).limit(self.k).select(["id", "_distance"]).to_arrow())
+        return res.column("id").to_pylist()
+
+
+class LanceDBFts(LanceDB):
+    """LanceDB's native full-text search (BM25)."""
+
+    key, label, kind = "lancedb-fts", "LanceDB (FTS)", "bm25"
+
+    def query(self, i: int) -> Any:
+        text = self.texts[i]
+        if not text.strip():
+            return []
+        res = (self.table.search(text, query_type="fts").limit(self.k)
+               .select(["id", "_score"]).to_arrow())
+        return res.column("id").to_pylist()
+
+
+class LanceDBHybrid(LanceDB):
+    """LanceDB's hybrid query: vector + FTS legs of 50, fused by its ``RRFReranker(K=60)``."""
+
+    key, label, kind = "lancedb-hybrid", "LanceDB hybrid (vector + FTS, RRF)", "hybrid"
+
+    def build(self, wl: Workload, shared: Shared) -> None:
+        super().build(wl, shared)
+        from lancedb.rerankers import RRFReranker
+
+        self.reranker = RRFReranker(K=int(RRF_K))
+
+    def _hybrid(self, i: int) -> Any:
+        return (self.table.search(query_type="hybrid").vector(self.vectors[i])
+                .text(self.texts[i]).distance_type("cosine").ef(EF).rerank(self.reranker)
+                .limit(LEG))
+
+    def query(self, i: int) -> Any:
+        return self._hybrid(i).select(["id"]).to_arrow().column("id").to_pylist()[:self.k]
+
+
+class LanceDBHybridWindow(LanceDBHybrid):
+    """LanceDB's hybrid query with the time window as a SQL pre-filter (BTree on ``ts``)."""
+
+    key, label, filtered = "lancedb-hybrid-window", "LanceDB hybrid, pre-filter", True
+
+    def query(self, i: int) -> Any:
+        lo, hi = self.windows[i]
+        res = (self._hybrid(i).where(f"ts >= {int(lo)} AND ts < {int(hi)}", prefilter=True)
+               .select(["id"]).to_arrow())
+        return res.column("id").to_pylist()[:self.k]
+
+
+def _version(pkg: str) -> str:
+    try:
+        return importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
 SYSTEMS: dict[str, type[System]] = {
     cls.key: cls
     for cls in (
         TrimemVector, TrimemBm25, TrimemHybrid, TrimemHybridWindow, TrimemVectorWindow,
         Hnswlib, HnswlibFilter, Bm25s, Bm25sNumba, Tantivy,
         HandHybrid, HandHybridPost, HandHybridPre,
+        LanceDB, LanceDBFts, LanceDBHybrid, LanceDBHybridWindow,
     )
 }
 
@@ -550,6 +701,7 @@ GROUPS: dict[str, list[str]] = {
     "trimem": [k for k in SYSTEMS if k.startswith("trimem")],
     "peers": [k for k in SYSTEMS if not k.startswith("trimem")],
     "hand": [k for k in SYSTEMS if k.startswith("hand")],
+    "lancedb": [k for k in SYSTEMS if k.startswith("lancedb")],
 }
 
 
