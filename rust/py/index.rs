@@ -12,7 +12,7 @@ use trimem_engine::{
     Tokenizer, TokenizerOptions,
 };
 
-use super::convert;
+use super::{convert, locks};
 use super::errors::{error, to_py_err, INVALID_ARGUMENT};
 
 /// A hybrid BM25 + HNSW index with time, namespace and session filters.
@@ -47,15 +47,9 @@ impl HybridIndex {
         self.inner.clone()
     }
 
-    /// Runs `f` under the read lock, never waiting for the lock while holding the GIL: a
-    /// thread holding the GIL and waiting for the lock behind a queued writer, while the
-    /// lock's holder waits for the GIL, would deadlock. Python objects are built after.
+    /// Runs `f` under the read lock (see `locks`: never waits holding the GIL).
     fn read<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&Engine) -> R + Send) -> R {
-        if let Some(g) = self.inner.try_read() {
-            return f(&g);
-        }
-        let inner = &self.inner;
-        py.detach(|| f(&inner.read()))
+        locks::read(py, &self.inner, f)
     }
 }
 

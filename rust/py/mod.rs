@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod index;
+mod locks;
 mod store;
 
 /// `"release"` or `"debug"`: how this extension was compiled (never benchmark a debug build).

@@ -11,6 +11,7 @@ use trimem_engine::store::{Durability, Store as Engine};
 use trimem_engine::EngineError;
 
 use super::errors::to_py_err;
+use super::locks;
 use super::index::HybridIndex;
 
 /// A store folder: write-ahead log + snapshots, one writer process at a time.
@@ -41,17 +42,13 @@ fn closed() -> PyErr {
 }
 
 impl Store {
-    /// Runs `f` on the open store with the GIL released (a checkpoint holds the store for
-    /// seconds; nobody may wait for it while holding the GIL).
+    /// Runs `f` on the open store (see `locks`: a checkpoint holds the store for seconds and
+    /// nobody may wait for it while holding the GIL).
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send) -> PyResult<T> {
-        let run = |guard: &mut Option<Engine>| match guard.as_mut() {
+        let out = locks::locked(py, &self.inner, |g| match g.as_mut() {
             Some(store) => f(store).map_err(Some),
             None => Err(None),
-        };
-        let out = match self.inner.try_lock() {
-            Some(mut g) => run(&mut g),
-            None => py.detach(|| run(&mut self.inner.lock())),
-        };
+        });
         out.map_err(|e| e.map_or_else(closed, to_py_err))
     }
 }
@@ -91,10 +88,7 @@ impl Store {
 
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        match self.inner.try_lock() {
-            Some(g) => g.is_none(),
-            None => py.detach(|| self.inner.lock().is_none()),
-        }
+        locks::locked(py, &self.inner, |g| g.is_none())
     }
 
     /// What opening found: generation, snapshot, log records, torn bytes cut, files removed.
@@ -172,7 +166,7 @@ impl Store {
 
     /// Flushes, releases the writer lock and closes (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let store = py.detach(|| self.inner.lock().take());
+        let store = locks::locked(py, &self.inner, Option::take);
         match store {
             Some(s) => py.detach(|| s.close()).map_err(to_py_err),
             None => Ok(()),

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
 
 use crate::error::{EngineError, Result};
 use crate::index::{HybridIndex, ImageBlocks};
@@ -84,8 +83,8 @@ pub struct Store {
     _lock: File,
     wal: Wal,
     faults: Arc<Faults>,
-    flusher: Option<Flusher>,
-    /// The fsync thread behind deferred appends (fsync durability).
+    /// The background fsync thread: deferred appends (fsync durability), or the periodic
+    /// flush of buffered appends. Taken (and stopped, with a last fsync) on close.
     syncer: Option<syncer::Syncer>,
     recovery: Recovery,
     /// Set when the store can no longer accept writes safely (see the message).
@@ -193,15 +192,12 @@ impl Store {
         }
         recovery.removed_files = leftovers;
         recovery.seconds = started.elapsed().as_secs_f64();
-        let flusher = match durability {
-            Durability::Buffered => Some(Flusher::start(wal.file().try_clone_file()?)),
+        let delay = match durability {
             Durability::Fsync => None,
+            Durability::Buffered => Some(FLUSH_EVERY),
         };
-        let syncer = match durability {
-            Durability::Fsync => Some(syncer::Syncer::start(wal.file().try_clone()?)?),
-            Durability::Buffered => None,
-        };
-        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, flusher, syncer, recovery, broken: None };
+        let syncer = Some(syncer::Syncer::start(wal.file().try_clone()?, delay)?);
+        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, syncer, recovery, broken: None };
         Ok(Opened { store, state, indexes, log })
     }
 
@@ -242,8 +238,8 @@ impl Store {
     pub fn append(&mut self, payloads: &[&[u8]]) -> Result<()> {
         self.check_writable()?;
         self.wal.append(payloads)?;
-        if let Some(f) = &self.flusher {
-            f.mark_dirty();
+        if self.durability() == Durability::Buffered {
+            self.request_sync();
         }
         Ok(())
     }
@@ -254,20 +250,20 @@ impl Store {
     pub fn append_deferred(&mut self, payloads: &[&[u8]]) -> Result<u64> {
         self.check_writable()?;
         self.wal.append_deferred(payloads)?;
-        Ok(match &self.syncer {
-            Some(s) => s.request(),
-            None => {
-                if let Some(f) = &self.flusher {
-                    f.mark_dirty();
-                }
-                0
-            }
-        })
+        Ok(self.request_sync())
     }
 
     pub fn settle_deferred(&mut self, ticket: u64) -> Result<()> {
-        let outcome = self.syncer.as_ref().map(|s| s.wait(ticket));
+        // Buffered appends are acknowledged without waiting for the disk.
+        let outcome = match (self.durability(), &self.syncer) {
+            (Durability::Fsync, Some(s)) => Some(s.wait(ticket)),
+            _ => None,
+        };
         self.wal.settle_deferred(outcome)
+    }
+
+    fn request_sync(&self) -> u64 {
+        self.syncer.as_ref().map_or(0, |s| s.request())
     }
 
     /// Forces buffered appends to disk.
@@ -310,9 +306,6 @@ impl Store {
                 return Err(e);
             }
         }
-        if let Some(f) = &self.flusher {
-            f.replace(self.wal.file().try_clone_file()?);
-        }
         if let Some(s) = &self.syncer {
             s.replace(self.wal.file().try_clone()?);
         }
@@ -323,21 +316,15 @@ impl Store {
 
     /// Flushes and closes (also done on drop).
     pub fn close(mut self) -> Result<()> {
-        self.stop_flusher();
+        self.syncer.take();
         self.wal.finish_deferred()?;
         self.wal.sync()
-    }
-
-    fn stop_flusher(&mut self) {
-        if let Some(f) = self.flusher.take() {
-            f.stop();
-        }
     }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        self.stop_flusher();
+        self.syncer.take();
         let _ = self.wal.sync();
     }
 }
@@ -422,63 +409,5 @@ struct IndexParts {
     links: Option<Vec<u32>>,
 }
 
-/// Background fsync for buffered durability: at most a second of appends is at risk.
-struct Flusher {
-    shared: Arc<(Mutex<FlushState>, Condvar)>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-struct FlushState {
-    file: File,
-    dirty: bool,
-    stop: bool,
-}
-
+/// How long buffered appends may wait for their fsync.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
-
-impl Flusher {
-    fn start(file: File) -> Flusher {
-        let shared = Arc::new((Mutex::new(FlushState { file, dirty: false, stop: false }), Condvar::new()));
-        let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("trimem-flush".into())
-            .spawn(move || {
-                let (lock, cv) = &*s;
-                let mut st = lock.lock();
-                loop {
-                    if st.dirty {
-                        st.dirty = false;
-                        let _ = st.file.sync_data();
-                    }
-                    if st.stop {
-                        return;
-                    }
-                    cv.wait_for(&mut st, FLUSH_EVERY);
-                }
-            })
-            .ok();
-        Flusher { shared, thread }
-    }
-
-    fn mark_dirty(&self) {
-        self.shared.0.lock().dirty = true;
-    }
-
-    fn replace(&self, file: File) {
-        let mut st = self.shared.0.lock();
-        st.file = file;
-        st.dirty = true;
-    }
-
-    fn stop(mut self) {
-        {
-            let mut st = self.shared.0.lock();
-            st.stop = true;
-            st.dirty = true;
-        }
-        self.shared.1.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}

@@ -24,16 +24,6 @@ pub enum Body {
     U32(Vec<u32>),
 }
 
-impl Body {
-    fn kind(&self) -> u8 {
-        match self {
-            Body::Bytes(_) => 0,
-            Body::F32(_) => 1,
-            Body::U32(_) => 2,
-        }
-    }
-}
-
 /// A borrowed section body to write.
 pub enum Part<'a> {
     Bytes(&'a [u8]),
@@ -152,7 +142,6 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
             }
             return Ok((generation, sections));
         }
-        debug_assert_eq!(body.kind(), kind);
         sections.push((name, body));
     }
 }

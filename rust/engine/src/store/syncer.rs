@@ -1,8 +1,11 @@
-//! A long-lived fsync thread for the current log, so a writer can index its operation while the
-//! disk syncs it (`Store::append_deferred` then `Store::settle_deferred`).
+//! The store's long-lived fsync thread for the current log: with fsync durability a writer
+//! indexes its operation while the disk syncs it (`Store::append_deferred`, then
+//! `Store::settle_deferred`); with buffered durability it syncs within a short delay of any
+//! write, so a power cut loses at most that much. Stopping it syncs what is still pending.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -24,7 +27,8 @@ pub struct Syncer {
 }
 
 impl Syncer {
-    pub fn start(file: DataFile) -> Result<Syncer> {
+    /// `delay`: how long to gather further writes before each fsync (`None`: sync at once).
+    pub fn start(file: DataFile, delay: Option<Duration>) -> Result<Syncer> {
         let state = State { file: Arc::new(file), requested: 0, done: 0, outcome: Ok(()), stop: false };
         let shared = Arc::new((Mutex::new(state), Condvar::new()));
         let s = shared.clone();
@@ -37,8 +41,13 @@ impl Syncer {
                     while !st.stop && st.requested == st.done {
                         cv.wait(&mut st);
                     }
-                    if st.stop {
-                        return;
+                    if let Some(d) = delay {
+                        // Gather writes for the whole delay (new requests do not cut it short).
+                        let until = Instant::now() + d;
+                        while !st.stop && !cv.wait_until(&mut st, until).timed_out() {}
+                    }
+                    if st.requested == st.done {
+                        return; // stopped with nothing pending
                     }
                     let (target, file) = (st.requested, st.file.clone());
                     drop(st);
