@@ -247,7 +247,8 @@ class Memory:
         them, and they are taken back out of the index before the error is raised."""
         assert self._store is not None
         ticket = self._store.append_deferred([encode_op(op) for op in ops])
-        last = dict(self._user_last)
+        users = {(e.agent_id, e.user_id) for op in ops if isinstance(op, OpRetain) for e in op.episodes}
+        last = {u: self._user_last.get(u) for u in users}  # only what an undo must restore
         added: list[int] = []
         try:
             for op in ops:
@@ -259,7 +260,11 @@ class Memory:
                 self._store.settle_deferred(ticket)
             except BaseException:
                 self._episode_index.delete(added, missing_ok=True)
-                self._user_last = last
+                for u, i in last.items():
+                    if i is None:
+                        self._user_last.pop(u, None)
+                    else:
+                        self._user_last[u] = i
                 raise
 
     def _apply(self, op: Op) -> None:

@@ -96,12 +96,12 @@ class MemoryState(msgspec.Struct, frozen=True):
     working: list[OpWorking] = []  # sessions the caller saved
 
 
-_state_encoder = msgspec.msgpack.Encoder()
+_encoder = msgspec.msgpack.Encoder()  # one encoder serves ops and snapshot state
 _state_decoder = msgspec.msgpack.Decoder(MemoryState)
 
 
 def encode_state(state: MemoryState) -> bytes:
-    return _state_encoder.encode(state)
+    return _encoder.encode(state)
 
 
 def decode_state(data: bytes) -> MemoryState:
@@ -110,7 +110,6 @@ def decode_state(data: bytes) -> MemoryState:
 
 Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking
 
-_encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Op)
 
 

@@ -1,7 +1,7 @@
 """The records trimem stores and returns, as msgspec Structs (compact, typed, no pickle).
 
->>> ep = Episode(id=1, agent_id="default", user_id="u1", text="port 8080", timestamp=0)
->>> decode_episode(encode(ep)) == ep
+>>> ep = Episode(id=1, agent_id="default", user_id="u1", text="port 8080", timestamp=0, topic="ports")
+>>> episode_payload(ep, "port 8080\nports") != b"\x90"  # the topic rides in the payload
 True
 
 In the engine an episode is a record (id, namespace "agent/user", session, time, importance,
@@ -147,16 +147,11 @@ def episode_from_record(rec: Any) -> Episode:
     return Episode(id=rec.id, agent_id=agent_id, user_id=user_id, text=text, timestamp=rec.timestamp,
                    session_id=rec.session, role=x.role, topic=x.topic, keywords=x.keywords,
                    importance=x.importance, metadata=x.metadata, tool=x.tool)
-_episode_decoder = msgspec.msgpack.Decoder(Episode)
 _knowledge_decoder = msgspec.msgpack.Decoder(KnowledgeDoc)
 
 
 def encode(obj: msgspec.Struct) -> bytes:
     return _encoder.encode(obj)
-
-
-def decode_episode(data: bytes) -> Episode:
-    return _episode_decoder.decode(data)
 
 
 def decode_knowledge(data: bytes) -> KnowledgeDoc:
