@@ -746,12 +746,19 @@ impl HybridIndex {
         let threshold = self.config.exact_threshold;
         // Inside one namespace's graph, count what also matches time and session exactly when
         // the namespace is small enough (its records are one ordered range), else estimate.
+        // The count stops once it decides both questions (exact scan? two-hop?): past half the
+        // namespace the walk is plain and the beam is not widened, so the rest does not matter.
         const COUNT_WITHIN: usize = 20_000;
-        let estimate = match partition {
-            Some(_) if population <= COUNT_WITHIN => filter.count_up_to(population),
-            _ => filter.estimate(),
+        let (estimate, exact) = match partition {
+            Some(_) if population <= COUNT_WITHIN => {
+                let counted = filter.count_up_to(threshold.max(population / 2));
+                (counted, vector_leg && counted <= threshold)
+            }
+            _ => {
+                let estimate = filter.estimate();
+                (estimate, vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold)
+            }
         };
-        let exact = vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold;
         LegPlan { estimate, population, exact, two_hop: estimate * 2 < population, partition, restricts }
     }
 
