@@ -8,7 +8,7 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use trimem_engine::{
-    Batch, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode, SearchParams,
+    Batch, DedupParams, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode, SearchParams,
     Tokenizer, TokenizerOptions,
 };
 
@@ -126,8 +126,11 @@ impl HybridIndex {
     }
 
     /// Adds records; all-or-nothing. An existing id raises `DuplicateIdError` unless `upsert`.
+    /// With `dedup=(min_jaccard, min_cosine)` a near-duplicate of a record in its namespace
+    /// (or earlier in the batch) is not inserted but reinforces that record; the call then
+    /// returns, per row, the id it duplicated (None where the row was inserted).
     #[pyo3(signature = (ids, texts, timestamps, namespaces, vectors = None, *, sessions = None,
-                        payloads = None, importance = None, upsert = false))]
+                        payloads = None, importance = None, upsert = false, dedup = None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -141,7 +144,19 @@ impl HybridIndex {
         payloads: Option<Vec<Vec<u8>>>,
         importance: Option<&Bound<'_, PyAny>>,
         upsert: bool,
-    ) -> PyResult<()> {
+        dedup: Option<(f32, f32)>,
+    ) -> PyResult<Option<Vec<Option<u64>>>> {
+        let dedup = match dedup {
+            Some((j, c)) if (0.0..=1.0).contains(&j) && (-1.0..=1.0).contains(&c) => {
+                Some(DedupParams { min_jaccard: j, min_cosine: c, ..DedupParams::default() })
+            }
+            Some((j, c)) => {
+                return Err(error(py, INVALID_ARGUMENT, format!(
+                    "dedup must be (min_jaccard in [0, 1], min_cosine in [-1, 1]), got ({j}, {c})"
+                )))
+            }
+            None => None,
+        };
         let ids = convert::ids(ids)?;
         let texts = convert::strings(texts, "texts")?;
         let timestamps = convert::timestamps(timestamps)?;
@@ -173,11 +188,44 @@ impl HybridIndex {
             importance: importance.as_deref(),
         };
         let (config, tokenizer, inner) = (&self.config, &self.tokenizer, &self.inner);
-        py.detach(|| {
-            let prepared = trimem_engine::Prepared::new(config, tokenizer, &batch, upsert)?;
-            inner.write().apply(prepared)
-        })
-        .map_err(to_py_err)
+        let duplicates = py
+            .detach(|| {
+                let prepared = trimem_engine::Prepared::new(config, tokenizer, &batch, upsert)?;
+                inner.write().apply_dedup(prepared, dedup.as_ref())
+            })
+            .map_err(to_py_err)?;
+        Ok(dedup.map(|_| duplicates))
+    }
+
+    /// Counts one use (a recall returned them) of each record: accesses + 1, last use `at`
+    /// (µs). Unknown ids are skipped; returns how many were found.
+    fn touch(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, at: i64) -> PyResult<usize> {
+        let ids = convert::ids(ids)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| inner.write().touch(&ids, at)))
+    }
+
+    /// Columns of the matching records as numpy arrays (keys: ids, timestamps, importance,
+    /// accesses, mentions, last_access, bytes), for bulk policies and statistics.
+    #[pyo3(signature = (*, namespace = None, session = None, time_range = None))]
+    fn columns<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: Option<String>,
+        session: Option<String>,
+        time_range: Option<(i64, i64)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let filter = Filter { namespace, session, time_range };
+        let c = self.read(py, |e| e.columns(&filter)).map_err(to_py_err)?;
+        let d = PyDict::new(py);
+        d.set_item("ids", PyArray1::from_vec(py, c.ids))?;
+        d.set_item("timestamps", PyArray1::from_vec(py, c.timestamps))?;
+        d.set_item("importance", PyArray1::from_vec(py, c.importance))?;
+        d.set_item("accesses", PyArray1::from_vec(py, c.accesses))?;
+        d.set_item("mentions", PyArray1::from_vec(py, c.mentions))?;
+        d.set_item("last_access", PyArray1::from_vec(py, c.last_access))?;
+        d.set_item("bytes", PyArray1::from_vec(py, c.text_bytes))?;
+        Ok(d)
     }
 
     /// Deletes records by id and returns how many went. Unknown ids raise `UnknownIdError`
@@ -199,13 +247,13 @@ impl HybridIndex {
 
     /// The stored record, or `None` (vectors come back normalised under the cosine metric).
     fn get(&self, py: Python<'_>, id: u64) -> Option<StoredRecord> {
-        self.read(py, |e| e.get(id)).map(StoredRecord::from)
+        self.read(py, |e| with_usage(e, id)).map(StoredRecord::from)
     }
 
     /// Records for many ids at once, `None` where an id is unknown.
     fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<Option<StoredRecord>>> {
         let ids = convert::ids(ids)?;
-        let found: Vec<_> = self.read(py, |e| ids.iter().map(|&id| e.get(id)).collect());
+        let found: Vec<_> = self.read(py, |e| ids.iter().map(|&id| with_usage(e, id)).collect());
         Ok(found.into_iter().map(|r| r.map(StoredRecord::from)).collect())
     }
 
@@ -262,7 +310,8 @@ impl HybridIndex {
     #[pyo3(signature = (text = None, vector = None, *, k = 10, time_range = None, namespace = None,
                         session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = None,
                         window = None, min_bm25 = None, min_cosine = None, half_life = None, now = None,
-                        decay_weight = 0.005, importance_weight = 0.0))]
+                        decay_weight = 0.005, importance_weight = 0.0, reinforce_step = 0.1,
+                        reinforce_cap = 0.5, decay_from_use = true))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -284,7 +333,15 @@ impl HybridIndex {
         now: Option<i64>,
         decay_weight: f32,
         importance_weight: f32,
+        reinforce_step: f32,
+        reinforce_cap: f32,
+        decay_from_use: bool,
     ) -> PyResult<Hits> {
+        if !(reinforce_step.is_finite() && reinforce_cap.is_finite() && reinforce_step >= 0.0 && reinforce_cap >= 0.0) {
+            return Err(error(py, INVALID_ARGUMENT, format!(
+                "reinforce_step and reinforce_cap must be finite and >= 0, got {reinforce_step} and {reinforce_cap}"
+            )));
+        }
         let positive = |name: &str, v: i64| -> PyResult<usize> {
             if v <= 0 {
                 Err(error(py, INVALID_ARGUMENT, format!("{name} must be at least 1, got {v}")))
@@ -304,6 +361,9 @@ impl HybridIndex {
                 now: now.unwrap_or_else(now_micros),
                 decay_weight,
                 importance_weight,
+                reinforce_step,
+                reinforce_cap,
+                decay_from_use,
             },
             min_bm25,
             min_cosine,
@@ -340,8 +400,19 @@ pub struct Hits {
     /// Decay factors 0.5^(age / half_life) (1 when decay is off).
     #[pyo3(get)]
     decay: Py<PyArray1<f32>>,
+    /// Effective importance: base plus reinforcement from use, at most 1.
     #[pyo3(get)]
     importance: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    base_importance: Py<PyArray1<f32>>,
+    /// Times each record was recalled (touched) and seen again (deduplicated into it).
+    #[pyo3(get)]
+    accesses: Py<PyArray1<u32>>,
+    #[pyo3(get)]
+    mentions: Py<PyArray1<u32>>,
+    /// Last use, µs (0: never).
+    #[pyo3(get)]
+    last_access: Py<PyArray1<i64>>,
     #[pyo3(get)]
     timestamps: Py<PyArray1<i64>>,
     /// Which path the vector leg took: "graph", "exact", "graph+exact" or "none".
@@ -365,6 +436,10 @@ impl Hits {
             vector_ranks: h.iter().map(|x| x.vector.map_or(0, |v| v.0)).collect::<Vec<_>>().to_pyarray(py).unbind(),
             decay: col(&|x| x.decay),
             importance: col(&|x| x.importance),
+            base_importance: col(&|x| x.base_importance),
+            accesses: h.iter().map(|x| x.accesses).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            mentions: h.iter().map(|x| x.mentions).collect::<Vec<_>>().to_pyarray(py).unbind(),
+            last_access: h.iter().map(|x| x.last_access).collect::<Vec<_>>().to_pyarray(py).unbind(),
             timestamps: h.iter().map(|x| x.timestamp).collect::<Vec<_>>().to_pyarray(py).unbind(),
             plan: r.plan.name(),
             len: h.len(),
@@ -394,10 +469,17 @@ pub struct StoredRecord {
     payload: Py<PyBytes>,
     importance: f32,
     vector: Option<Py<PyArray1<f32>>>,
+    accesses: u32,
+    mentions: u32,
+    last_access: i64,
 }
 
-impl From<trimem_engine::Record> for StoredRecord {
-    fn from(r: trimem_engine::Record) -> Self {
+fn with_usage(e: &trimem_engine::HybridIndex, id: u64) -> Option<(trimem_engine::Record, (u32, u32, i64))> {
+    Some((e.get(id)?, e.usage(id)?))
+}
+
+impl From<(trimem_engine::Record, (u32, u32, i64))> for StoredRecord {
+    fn from((r, (accesses, mentions, last_access)): (trimem_engine::Record, (u32, u32, i64))) -> Self {
         Python::attach(|py| StoredRecord {
             id: r.id,
             namespace: r.namespace,
@@ -407,6 +489,9 @@ impl From<trimem_engine::Record> for StoredRecord {
             payload: PyBytes::new(py, &r.payload).unbind(),
             importance: r.importance,
             vector: r.vector.map(|v| PyArray1::from_vec(py, v).unbind()),
+            accesses,
+            mentions,
+            last_access,
         })
     }
 }

@@ -173,6 +173,17 @@ impl Store {
         }
     }
 
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Closes the store on leaving a `with` block (errors from the block propagate).
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
     /// Testing hook: make the store's next writes fail like a full disk (`"disk_full"`), a short
     /// write (`"short_write"`) or a failing fsync (`"sync_fails"`), after `after_bytes` more
     /// bytes, `times` times in a row.

@@ -196,7 +196,7 @@ mod tests {
                 payload: Vec::new(),
                 importance: 0.0,
                 vector: None,
-            });
+            }, Default::default());
         }
         for i in (0..1000).step_by(7) {
             records.remove(i);

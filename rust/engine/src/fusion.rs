@@ -4,6 +4,12 @@
 //! `score = Σ wᵢ / (rrf_k + rankᵢ) + decay_weight · 0.5^(age / half_life) + importance_weight · importance`
 //! with ranks from 1. A first place in one leg adds `w / (rrf_k + 1)` (≈ 0.0164 at the defaults),
 //! which is the scale the extra weights are on.
+//!
+//! `importance` is the effective importance: the record's base importance plus
+//! `min(reinforce_cap, reinforce_step · uses)`, capped at 1, where uses are its accesses (recalls)
+//! and mentions (duplicates that reinforced it). `age` runs from the record's last use when
+//! `decay_from_use` (a memory recalled yesterday is fresh, whenever it was written), else from
+//! its timestamp.
 
 use crate::records::Records;
 
@@ -18,6 +24,11 @@ pub struct FusionParams {
     pub now: i64,
     pub decay_weight: f32,
     pub importance_weight: f32,
+    /// Effective importance grows by this per use...
+    pub reinforce_step: f32,
+    /// ...by at most this much in all.
+    pub reinforce_cap: f32,
+    pub decay_from_use: bool,
 }
 
 impl Default for FusionParams {
@@ -29,6 +40,9 @@ impl Default for FusionParams {
             now: 0,
             decay_weight: 0.005,
             importance_weight: 0.0,
+            reinforce_step: 0.1,
+            reinforce_cap: 0.5,
+            decay_from_use: true,
         }
     }
 }
@@ -45,8 +59,24 @@ pub struct Hit {
     pub vector: Option<(u32, f32)>,
     /// The decay factor 0.5^(age / half_life) (1 when decay is off).
     pub decay: f32,
+    /// Effective importance (base plus reinforcement, at most 1).
     pub importance: f32,
+    pub base_importance: f32,
+    pub accesses: u32,
+    pub mentions: u32,
+    /// Last use, µs (0: never used).
+    pub last_access: i64,
     pub timestamp: i64,
+}
+
+impl FusionParams {
+    /// Effective importance of a record with `base` importance used `uses` times.
+    pub fn effective_importance(&self, base: f32, uses: u32) -> f32 {
+        if base >= 1.0 {
+            return base; // an importance set above 1 on purpose is kept
+        }
+        (base + (self.reinforce_step * uses as f32).min(self.reinforce_cap)).min(1.0)
+    }
 }
 
 /// Fuses the two ranked legs (best first, as (raw score, slot)) into the top `k` hits, best
@@ -66,15 +96,21 @@ pub fn fuse(
     let mut hits: Vec<Hit> = Vec::with_capacity(tagged.len());
     for (slot, is_vector, rank, raw) in tagged {
         if hits.last().is_none_or(|h| h.slot != slot) {
+            let s = slot as usize;
+            let (accesses, mentions) = (records.accesses[s], records.mentions[s]);
             hits.push(Hit {
-                id: records.ids[slot as usize],
+                id: records.ids[s],
                 slot,
                 score: 0.0,
                 bm25: None,
                 vector: None,
                 decay: 1.0,
-                importance: records.importance[slot as usize],
-                timestamp: records.timestamps[slot as usize],
+                importance: p.effective_importance(records.importance[s], accesses.saturating_add(mentions)),
+                base_importance: records.importance[s],
+                accesses,
+                mentions,
+                last_access: records.last_access[s],
+                timestamp: records.timestamps[s],
             });
         }
         let h = hits.last_mut().expect("pushed above");
@@ -88,7 +124,8 @@ pub fn fuse(
     }
     for h in &mut hits {
         if let Some(half_life) = p.half_life {
-            let age = (p.now.saturating_sub(h.timestamp)).max(0) as f64;
+            let since = if p.decay_from_use { h.timestamp.max(h.last_access) } else { h.timestamp };
+            let age = (p.now.saturating_sub(since)).max(0) as f64;
             h.decay = 0.5f64.powf(age / half_life) as f32;
             h.score += p.decay_weight * h.decay;
         }

@@ -7,6 +7,7 @@
 use foldhash::{HashSet, HashSetExt};
 
 use crate::bm25::{Bm25, Bm25Params};
+use crate::dedup::{fingerprint, jaccard, DedupParams, Fingerprint};
 use crate::error::{EngineError, Result};
 use crate::filter::{Filter, Resolved};
 use crate::fusion::{fuse, FusionParams, Hit};
@@ -49,7 +50,8 @@ impl ImageBlocks {
 }
 
 /// Version of the index image inside snapshots.
-const IMAGE_VERSION: u32 = 1;
+/// 2: use counts (accesses, mentions, last access) and dedup fingerprints per record.
+const IMAGE_VERSION: u32 = 2;
 
 /// Records from which a hybrid search runs its two legs in parallel.
 const PARALLEL_LEGS_MIN: usize = 20_000;
@@ -161,6 +163,7 @@ pub struct Batch<'a> {
 pub struct Prepared {
     records: Vec<Record>,
     terms: Vec<Vec<String>>,
+    prints: Vec<Fingerprint>,
     upsert: bool,
 }
 
@@ -249,8 +252,9 @@ impl Prepared {
                 vector,
             });
         }
-        let terms = records.iter().map(|r| tokenizer.tokenize(&r.text)).collect();
-        Ok(Prepared { records, terms, upsert })
+        let terms: Vec<Vec<String>> = records.iter().map(|r| tokenizer.tokenize(&r.text)).collect();
+        let prints = terms.iter().map(|t| fingerprint(t)).collect();
+        Ok(Prepared { records, terms, prints, upsert })
     }
 }
 
@@ -417,6 +421,15 @@ impl HybridIndex {
     /// Inserts a prepared batch; fails without changing anything if an id exists (unless the
     /// batch was prepared with `upsert`).
     pub fn apply(&mut self, batch: Prepared) -> Result<()> {
+        self.apply_dedup(batch, None).map(|_| ())
+    }
+
+    /// [`HybridIndex::apply`], and with `dedup` a record that near-duplicates one already in
+    /// its namespace (or earlier in the batch) is not inserted: the existing record is
+    /// reinforced instead (one more mention, last use at the newcomer's time). Returns, per
+    /// record, the id of the record it duplicated. Deterministic for a given index state, so
+    /// replaying a log repeats the same decisions.
+    pub fn apply_dedup(&mut self, batch: Prepared, dedup: Option<&DedupParams>) -> Result<Vec<Option<u64>>> {
         if !batch.upsert {
             if let Some(r) = batch.records.iter().find(|r| self.contains(r.id)) {
                 return Err(EngineError::DuplicateId(r.id));
@@ -427,8 +440,20 @@ impl HybridIndex {
             self.delete(&existing, false)?;
         }
         let mut staged = Vec::new();
-        for (r, terms) in batch.records.iter().zip(&batch.terms) {
-            let slot = self.records.insert(r);
+        let mut duplicates = vec![None; batch.records.len()];
+        let dedup = dedup.filter(|_| !batch.upsert);
+        for (row, (r, terms)) in batch.records.iter().zip(&batch.terms).enumerate() {
+            let fp = batch.prints[row];
+            if let Some(p) = dedup {
+                if let Some(dup) = self.duplicate_of(r, terms, fp, p) {
+                    let d = dup as usize;
+                    self.records.mentions[d] = self.records.mentions[d].saturating_add(1);
+                    self.records.last_access[d] = self.records.last_access[d].max(r.timestamp);
+                    duplicates[row] = Some(self.records.ids[d]);
+                    continue;
+                }
+            }
+            let slot = self.records.insert(r, fp);
             self.bm25.add(slot, terms);
             if let Some(v) = &r.vector {
                 let partition = if self.config.partition_by_namespace { self.records.namespace[slot as usize] } else { 0 };
@@ -441,7 +466,76 @@ impl HybridIndex {
             t => t,
         };
         self.hnsw.link_all(&staged, threads);
-        Ok(())
+        Ok(duplicates)
+    }
+
+    /// The record `r` near-duplicates in its namespace: the same normalised text, or a SimHash
+    /// candidate whose token sets overlap by `min_jaccard` and, when both have vectors, whose
+    /// cosine reaches `min_cosine`.
+    fn duplicate_of(&self, r: &Record, terms: &[String], fp: Fingerprint, p: &DedupParams) -> Option<u32> {
+        let ns = self.records.namespaces.get(&r.namespace)?;
+        let cosine_ok = |slot: u32| match (&r.vector, self.hnsw.contains(slot)) {
+            (Some(v), true) => {
+                let sim: f32 = v.iter().zip(self.hnsw.vector(slot)).map(|(a, b)| a * b).sum();
+                sim >= p.min_cosine
+            }
+            _ => true,
+        };
+        let stored_terms = |slot: u32| self.tokenizer.tokenize(&self.records.texts[slot as usize]);
+        if let Some(slot) = self.records.dedup.exact(ns, fp) {
+            // A 64-bit hash can collide (or be made to): confirm on the tokens.
+            if self.records.alive[slot as usize] && stored_terms(slot) == terms && cosine_ok(slot) {
+                return Some(slot);
+            }
+        }
+        let rec = &self.records;
+        let live = |s: u32, sim: u64| rec.alive[s as usize] && rec.namespace[s as usize] == ns && rec.prints[s as usize].sim == sim;
+        rec.dedup
+            .candidates(ns, fp, p, live)
+            .into_iter()
+            .find(|&slot| jaccard(terms, &stored_terms(slot)) >= p.min_jaccard && cosine_ok(slot))
+    }
+
+    /// Counts a use of each record (a recall returned it): one more access, last use at `at`
+    /// (µs). Unknown ids are skipped (a use may arrive after a forget); returns how many were
+    /// found.
+    pub fn touch(&mut self, ids: &[u64], at: i64) -> usize {
+        let mut n = 0;
+        for &id in ids {
+            if let Some(slot) = self.records.slot(id) {
+                let s = slot as usize;
+                self.records.accesses[s] = self.records.accesses[s].saturating_add(1);
+                self.records.last_access[s] = self.records.last_access[s].max(at);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// (accesses, mentions, last access) of a record.
+    pub fn usage(&self, id: u64) -> Option<(u32, u32, i64)> {
+        let s = self.records.slot(id)? as usize;
+        Some((self.records.accesses[s], self.records.mentions[s], self.records.last_access[s]))
+    }
+
+    /// The per-record columns of the records a filter matches, for policies computed in bulk
+    /// (retention, statistics, point-in-time views) without fetching records one by one.
+    pub fn columns(&self, filter: &Filter) -> Result<Columns> {
+        filter.validate()?;
+        let mut c = Columns::default();
+        let Some(r) = Resolved::new(&self.records, filter) else { return Ok(c) };
+        let rec = &self.records;
+        for s in r.matching() {
+            let s = s as usize;
+            c.ids.push(rec.ids[s]);
+            c.timestamps.push(rec.timestamps[s]);
+            c.importance.push(rec.importance[s]);
+            c.accesses.push(rec.accesses[s]);
+            c.mentions.push(rec.mentions[s]);
+            c.last_access.push(rec.last_access[s]);
+            c.text_bytes.push((rec.texts[s].len() + rec.payloads[s].len()) as u64);
+        }
+        Ok(c)
     }
 
     /// Validates, tokenises and inserts in one step.
@@ -528,7 +622,7 @@ impl HybridIndex {
         let (records, (bm25, hnsw)) = rayon::join(
             || {
                 let mut d = Dec::new(&blocks.records, what);
-                let r = Records::decode(&mut d)?;
+                let r = Records::decode(&mut d, version)?;
                 d.finish().map(|()| r)
             },
             || {
@@ -815,6 +909,19 @@ impl HybridIndex {
         let ids = &self.records.ids;
         self.hnsw.exact(q, window, slots.into_iter(), |s| ids[s as usize])
     }
+}
+
+/// Per-record columns of [`HybridIndex::columns`], aligned by position.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns {
+    pub ids: Vec<u64>,
+    pub timestamps: Vec<i64>,
+    pub importance: Vec<f32>,
+    pub accesses: Vec<u32>,
+    pub mentions: Vec<u32>,
+    pub last_access: Vec<i64>,
+    /// Text plus payload bytes.
+    pub text_bytes: Vec<u64>,
 }
 
 /// How one search runs its legs under its filter.

@@ -6,6 +6,7 @@
 //! importance terms — in one call.
 
 pub mod bm25;
+pub mod dedup;
 pub mod distance;
 pub mod error;
 pub mod filter;
@@ -18,9 +19,10 @@ pub mod tokenize;
 pub mod topk;
 mod visited;
 
+pub use dedup::DedupParams;
 pub use error::{EngineError, Result};
 pub use filter::Filter;
 pub use fusion::{FusionParams, Hit};
-pub use index::{Batch, HybridIndex, IndexConfig, Metric, Mode, Plan, Prepared, SearchParams, SearchResult, Stats};
+pub use index::{Batch, Columns, HybridIndex, IndexConfig, Metric, Mode, Plan, Prepared, SearchParams, SearchResult, Stats};
 pub use records::Record;
 pub use tokenize::{Tokenizer, TokenizerOptions};

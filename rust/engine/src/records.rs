@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 // foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
 use foldhash::{HashMap, HashMapExt};
 
+use crate::dedup::{DedupIndex, Fingerprint};
 use crate::error::{EngineError, Result};
 use crate::store::codec::{Dec, Enc};
 
@@ -150,8 +151,15 @@ pub struct Records {
     pub texts: Vec<Box<str>>,
     pub payloads: Vec<Box<[u8]>>,
     pub importance: Vec<f32>,
+    /// Use of each record: times recalled, times seen again (a duplicate reinforced it) and
+    /// when it was last used (µs, 0 = never). The lifecycle's reinforcement reads these.
+    pub accesses: Vec<u32>,
+    pub mentions: Vec<u32>,
+    pub last_access: Vec<i64>,
+    pub prints: Vec<Fingerprint>,
     pub alive: Vec<bool>,
     free: Vec<u32>,
+    pub dedup: DedupIndex,
     pub namespaces: Names,
     pub sessions: Names,
     /// (namespace, timestamp, slot): a namespace's records in time order.
@@ -201,7 +209,7 @@ impl Records {
     }
 
     /// Stores a record (already validated) and returns its slot.
-    pub fn insert(&mut self, r: &Record) -> u32 {
+    pub fn insert(&mut self, r: &Record, fp: Fingerprint) -> u32 {
         let ns = self.namespaces.acquire(&r.namespace);
         let sess = r.session.as_deref().map_or(0, |s| self.sessions.acquire(s));
         let slot = match self.free.pop() {
@@ -214,6 +222,10 @@ impl Records {
                 self.texts.push("".into());
                 self.payloads.push(Box::new([]));
                 self.importance.push(0.0);
+                self.accesses.push(0);
+                self.mentions.push(0);
+                self.last_access.push(0);
+                self.prints.push(Fingerprint::default());
                 self.alive.push(false);
                 (self.ids.len() - 1) as u32
             }
@@ -226,6 +238,11 @@ impl Records {
         self.texts[s] = r.text.as_str().into();
         self.payloads[s] = r.payload.as_slice().into();
         self.importance[s] = r.importance;
+        self.accesses[s] = 0;
+        self.mentions[s] = 0;
+        self.last_access[s] = 0;
+        self.prints[s] = fp;
+        self.dedup.insert(ns, slot, fp);
         self.alive[s] = true;
         self.slot_of.insert(r.id, slot);
         self.by_namespace_time.insert((ns, r.timestamp, slot));
@@ -241,6 +258,11 @@ impl Records {
         self.by_namespace_time.remove(&(ns, ts, slot));
         self.by_time.remove(&(ts, slot));
         self.slot_of.remove(&self.ids[s]);
+        self.alive[s] = false;
+        let (alive, namespace, prints) = (&self.alive, &self.namespace, &self.prints);
+        self.dedup.remove(ns, slot, self.prints[s], |x, sim| {
+            alive[x as usize] && namespace[x as usize] == ns && prints[x as usize].sim == sim
+        });
         self.namespaces.release(ns);
         if self.session[s] != 0 {
             self.sessions.release(self.session[s]);
@@ -248,7 +270,6 @@ impl Records {
         self.text_bytes -= self.texts[s].len();
         self.texts[s] = "".into();
         self.payloads[s] = Box::new([]);
-        self.alive[s] = false;
         self.namespace[s] = 0;
         self.session[s] = 0;
         self.free.push(slot);
@@ -293,6 +314,12 @@ impl Records {
         e.array(&self.namespace);
         e.array(&self.session);
         e.array(&self.importance);
+        e.array(&self.accesses);
+        e.array(&self.mentions);
+        e.array(&self.last_access);
+        let (exact, sim): (Vec<u64>, Vec<u64>) = self.prints.iter().map(|p| (p.exact, p.sim)).unzip();
+        e.array(&exact);
+        e.array(&sim);
         let alive: Vec<u8> = self.alive.iter().map(|&a| a as u8).collect();
         e.array(&alive);
         for (t, p) in self.texts.iter().zip(&self.payloads) {
@@ -304,15 +331,23 @@ impl Records {
         self.sessions.encode(e);
     }
 
-    pub(crate) fn decode(d: &mut Dec) -> Result<Records> {
+    /// Reads an image written by [`Records::encode`]; images of version 1 have no use counts
+    /// or fingerprints (they start at zero, so older records are never found as duplicates).
+    pub(crate) fn decode(d: &mut Dec, version: u32) -> Result<Records> {
         let ids: Vec<u64> = d.array()?;
         let n = ids.len();
         let timestamps: Vec<i64> = d.array()?;
         let namespace: Vec<u32> = d.array()?;
         let session: Vec<u32> = d.array()?;
         let importance: Vec<f32> = d.array()?;
+        let (accesses, mentions, last_access, exact, sim): (Vec<u32>, Vec<u32>, Vec<i64>, Vec<u64>, Vec<u64>) = if version >= 2 {
+            (d.array()?, d.array()?, d.array()?, d.array()?, d.array()?)
+        } else {
+            (vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; n])
+        };
         let alive_raw: Vec<u8> = d.array()?;
-        if [timestamps.len(), namespace.len(), session.len(), importance.len(), alive_raw.len()]
+        if [timestamps.len(), namespace.len(), session.len(), importance.len(), alive_raw.len(), accesses.len(),
+            mentions.len(), last_access.len(), exact.len(), sim.len()]
             .iter()
             .any(|&l| l != n)
         {
@@ -344,6 +379,8 @@ impl Records {
         }
         let namespaces = Names::decode(d, &namespace, &alive)?;
         let sessions = Names::decode(d, &session, &alive)?;
+        let prints: Vec<Fingerprint> = exact.into_iter().zip(sim).map(|(exact, sim)| Fingerprint { exact, sim }).collect();
+        let mut dedup = DedupIndex::default();
         let mut slot_of = HashMap::with_capacity(n - free.len());
         let mut by_namespace_time = Vec::with_capacity(n);
         let mut by_time = Vec::with_capacity(n);
@@ -360,6 +397,12 @@ impl Records {
         // Sorted input builds each B-tree in one pass.
         by_namespace_time.sort_unstable();
         by_time.sort_unstable();
+        if version >= 2 {
+            // Oldest first, so "recent" means the same after a reload as before it.
+            for &(ns, _, s) in &by_namespace_time {
+                dedup.insert(ns, s, prints[s as usize]);
+            }
+        }
         Ok(Records {
             ids,
             slot_of,
@@ -369,8 +412,13 @@ impl Records {
             texts,
             payloads,
             importance,
+            accesses,
+            mentions,
+            last_access,
+            prints,
             alive,
             free,
+            dedup,
             namespaces,
             sessions,
             by_namespace_time: by_namespace_time.into_iter().collect(),

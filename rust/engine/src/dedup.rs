@@ -1,0 +1,214 @@
+//! Near-duplicate detection without a model: a hash of the normalised text (its token
+//! sequence), a 64-bit SimHash of its token set, and — when both records have vectors — their
+//! cosine. Each namespace keeps its exact hashes and its most recent fingerprints, so a check
+//! costs one map lookup plus a scan of a few KB.
+//!
+//! A SimHash of a short text (an agent memory is 5–50 tokens) moves many bits when one token
+//! changes, so it only picks candidates (Hamming distance ≤ `candidate_bits`; unrelated texts
+//! sit near 32); the decision is the token-set Jaccard similarity of the candidate and, when
+//! both have vectors, their cosine.
+
+use foldhash::HashMap;
+
+/// Fingerprint of one text, persisted with its record (the hash must not depend on the
+/// process, so it is FNV-1a + a fixed mixer, not a seeded map hasher).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// Hash of the token sequence: equal for texts that differ only in case, spacing or
+    /// punctuation.
+    pub exact: u64,
+    /// SimHash of the token set.
+    pub sim: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DedupParams {
+    /// Token-set Jaccard similarity from which two texts are duplicates.
+    pub min_jaccard: f32,
+    /// Cosine from which two records with vectors are duplicates (both tests must pass).
+    pub min_cosine: f32,
+    /// SimHash distance within which a record is a candidate.
+    pub candidate_bits: u32,
+    /// How many of the namespace's most recent records are compared.
+    pub scan: usize,
+}
+
+impl Default for DedupParams {
+    fn default() -> Self {
+        DedupParams { min_jaccard: 0.8, min_cosine: 0.9, candidate_bits: 14, scan: 1024 }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // splitmix64 finaliser: FNV's high bits mix poorly, and SimHash reads all 64.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+pub fn fingerprint(terms: &[String]) -> Fingerprint {
+    let mut exact: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut distinct: Vec<u64> = Vec::with_capacity(terms.len());
+    for t in terms {
+        let h = fnv1a(t.as_bytes());
+        exact = (exact ^ h).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
+        distinct.push(h);
+    }
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut votes = [0i32; 64];
+    for h in &distinct {
+        for (bit, v) in votes.iter_mut().enumerate() {
+            *v += if h >> bit & 1 == 1 { 1 } else { -1 };
+        }
+    }
+    let sim = votes.iter().enumerate().fold(0u64, |acc, (bit, &v)| acc | ((v > 0) as u64) << bit);
+    Fingerprint { exact, sim }
+}
+
+/// Jaccard similarity of two token lists taken as sets.
+pub fn jaccard(a: &[String], b: &[String]) -> f32 {
+    let mut a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let mut b: Vec<&str> = b.iter().map(String::as_str).collect();
+    a.sort_unstable();
+    a.dedup();
+    b.sort_unstable();
+    b.dedup();
+    let (mut i, mut j, mut both) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                both += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - both;
+    if union == 0 {
+        1.0
+    } else {
+        both as f32 / union as f32
+    }
+}
+
+/// One namespace's fingerprints: exact hashes, and the recent SimHashes in insertion order
+/// (entries of removed records are skipped when read and dropped once they are half).
+#[derive(Default)]
+struct Namespace {
+    exact: HashMap<u64, u32>,
+    recent: Vec<(u64, u32)>,
+    stale: usize,
+}
+
+#[derive(Default)]
+pub struct DedupIndex {
+    namespaces: HashMap<u32, Namespace>,
+}
+
+impl DedupIndex {
+    pub fn insert(&mut self, namespace: u32, slot: u32, fp: Fingerprint) {
+        let ns = self.namespaces.entry(namespace).or_default();
+        ns.exact.insert(fp.exact, slot);
+        ns.recent.push((fp.sim, slot));
+    }
+
+    /// Forgets a removed record. `live(slot, sim)` says whether a listed slot still holds that
+    /// record (a freed slot can be reused by another one).
+    pub fn remove(&mut self, namespace: u32, slot: u32, fp: Fingerprint, live: impl Fn(u32, u64) -> bool) {
+        let Some(ns) = self.namespaces.get_mut(&namespace) else { return };
+        if ns.exact.get(&fp.exact) == Some(&slot) {
+            ns.exact.remove(&fp.exact);
+        }
+        // Compacting on every delete would make bulk deletes quadratic: rebuild past half stale.
+        ns.stale += 1;
+        if ns.stale * 2 > ns.recent.len() {
+            ns.recent.retain(|&(sim, s)| s != slot && live(s, sim));
+            ns.stale = 0;
+        }
+        if ns.recent.is_empty() && ns.exact.is_empty() {
+            self.namespaces.remove(&namespace);
+        }
+    }
+
+    /// The slot of an earlier record with the same exact hash, if any.
+    pub fn exact(&self, namespace: u32, fp: Fingerprint) -> Option<u32> {
+        self.namespaces.get(&namespace)?.exact.get(&fp.exact).copied()
+    }
+
+    /// Recent live slots whose SimHash is within `candidate_bits` of `fp`, nearest first
+    /// (newest on ties).
+    pub fn candidates(&self, namespace: u32, fp: Fingerprint, p: &DedupParams, live: impl Fn(u32, u64) -> bool) -> Vec<u32> {
+        let Some(ns) = self.namespaces.get(&namespace) else { return Vec::new() };
+        let mut found: Vec<(u32, usize, u32)> = ns
+            .recent
+            .iter()
+            .enumerate()
+            .rev()
+            .take(p.scan)
+            .filter_map(|(pos, &(sim, slot))| {
+                let d = (sim ^ fp.sim).count_ones();
+                (d <= p.candidate_bits && live(slot, sim)).then_some((d, usize::MAX - pos, slot))
+            })
+            .collect();
+        found.sort_unstable();
+        found.into_iter().map(|(_, _, s)| s).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn exact_hash_ignores_nothing_but_is_order_sensitive() {
+        let a = fingerprint(&toks("deploy the node service"));
+        assert_eq!(a, fingerprint(&toks("deploy the node service")));
+        assert_ne!(a.exact, fingerprint(&toks("service node the deploy")).exact);
+        // The token set is the same, so the SimHash is too.
+        assert_eq!(a.sim, fingerprint(&toks("service node the deploy")).sim);
+    }
+
+    #[test]
+    fn simhash_separates_unrelated_and_keeps_near_texts_close() {
+        let base = "we moved the billing service from heroku to fly io last tuesday after the outage";
+        let near = "we moved the billing service from heroku to fly io on tuesday after the outage";
+        let other = "my favourite editor is vim and i use a dark colour theme everywhere";
+        let (a, b, c) = (fingerprint(&toks(base)), fingerprint(&toks(near)), fingerprint(&toks(other)));
+        assert!((a.sim ^ b.sim).count_ones() <= DedupParams::default().candidate_bits);
+        assert!((a.sim ^ c.sim).count_ones() > DedupParams::default().candidate_bits);
+    }
+
+    #[test]
+    fn jaccard_by_hand() {
+        assert_eq!(jaccard(&toks("a b c d"), &toks("a b c e")), 3.0 / 5.0);
+        assert_eq!(jaccard(&toks("a a b"), &toks("b a")), 1.0);
+        assert_eq!(jaccard(&toks(""), &toks("")), 1.0);
+    }
+
+    #[test]
+    fn candidates_are_scoped_and_removed() {
+        let mut d = DedupIndex::default();
+        let fp = fingerprint(&toks("one two three four"));
+        d.insert(1, 10, fp);
+        assert_eq!(d.exact(1, fp), Some(10));
+        assert_eq!(d.exact(2, fp), None);
+        assert_eq!(d.candidates(1, fp, &DedupParams::default(), |_, _| true), vec![10]);
+        d.remove(1, 10, fp, |_, _| false);
+        assert_eq!(d.exact(1, fp), None);
+        assert!(d.candidates(1, fp, &DedupParams::default(), |_, _| false).is_empty());
+    }
+}
