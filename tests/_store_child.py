@@ -110,14 +110,20 @@ def writer(cfg: dict) -> None:
         time.sleep(1)
 
 
+NOW = 1_900_000_000_000_000  # one fixed "now" for every search and recall
+
+
 def search_results(mem, users: list[str], queries: list[str]) -> list:  # type: ignore[no-untyped-def]
-    """Everything searches and recalls return for each user and query (JSON-ready)."""
+    """Everything searches and recalls return for each user and query (JSON-ready), at one
+    fixed "now" (scores decay with time) and without counting uses (that would change the
+    state this compares)."""
+    now = NOW
     out: list = []
     for u in users:
         for q in queries:
             out.append([[h.episode.id, h.episode.user_id, h.episode.text, round(h.scored.score, 6)]
-                        for h in mem.search(q, user_id=u, k=8)])
-            b = mem.recall(q, user_id=u)
+                        for h in mem.search(q, user_id=u, k=8, now=now)])
+            b = mem.recall(q, user_id=u, now=NOW, touch=False)
             out.append([[h.episode.id for h in b.episodes], [k.doc.id for k in b.knowledge],
                         [[f.key, f.value] for f in b.profile]])
     return out
@@ -163,7 +169,7 @@ def concurrency(cfg: dict) -> int:
                     for hit in mem.search(q, user_id=u, k=8):
                         assert hit.episode.user_id == u, (u, hit.episode)
                 else:
-                    b = mem.recall(q, user_id=u)
+                    b = mem.recall(q, user_id=u, now=NOW)
                     for hit in b.episodes:
                         assert hit.episode.user_id == u, (u, hit.episode)
                     for k in b.knowledge:

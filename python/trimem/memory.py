@@ -22,10 +22,11 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timezone, tzinfo
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from trimem._core import HybridIndex, Hits, Store, tokenize
@@ -41,12 +42,14 @@ from trimem.ops import (
     OpMeta,
     OpPin,
     OpRetain,
+    OpTouch,
     OpWorking,
     decode_op,
     decode_state,
     encode_op,
     encode_state,
 )
+from trimem.lifecycle import Policy, explain
 from trimem.recall import RecallBundle
 from trimem.records import (
     Episode,
@@ -65,7 +68,7 @@ from trimem.rewrite import MemoryIntent, Rewriter, RuleRewriter
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 from trimem.semantic import Facts, KnowledgeBase
 from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros
-from trimem.working import WorkingMemory
+from trimem.working import Turn, WorkingMemory
 
 log = logging.getLogger("trimem")
 
@@ -90,7 +93,8 @@ class Memory:
     crash loses nothing, a power cut may lose the last second); `checkpoint_bytes` — the log
     size at which a snapshot is written (reopening replays at most this much);
     `rewriter` and `extractor` plug in your own query rewriter and fact extractor (an LLM,
-    say); `tz` reads relative time.
+    say); `tz` reads relative time; `policy` (:class:`trimem.lifecycle.Policy`) sets decay,
+    reinforcement, retention, consolidation and dedup.
     """
 
     def __init__(
@@ -108,10 +112,15 @@ class Memory:
         min_cosine: float | None = None,
         min_cosine_alone: float | None = None,
         checkpoint_bytes: int = 64 << 20,
+        policy: Policy | None = None,
     ) -> None:
         from trimem.embedders import resolve_embedder
 
         self._lock = threading.RLock()
+        self.policy = policy if policy is not None else Policy()
+        # Recall hits counted in the engine at once, logged with the next write (OpTouch).
+        self._touched: tuple[list[int], list[int]] = ([], [])
+        self._touched_at = 0
         self.embedder = resolve_embedder(embedder)
         self.dim = self.embedder.dim if self.embedder is not None else 0
         self.tz = tz
@@ -133,6 +142,7 @@ class Memory:
         self._working: dict[str, WorkingMemory] = {}
         self._saved_working: dict[str, OpWorking] = {}  # sessions the caller persisted
         self._last_id = 0
+        self._duplicates = {}  # episode id → the episode it duplicated, of the retain in progress
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
         self._reflector: Reflector | None = None
@@ -211,6 +221,7 @@ class Memory:
             if self._store is not None:
                 self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index)],
                                        encode_state(self._state()))
+                self._touched = ([], [])  # the snapshot holds the counts
 
     def purge(self) -> None:
         """Compacts the store so that nothing forgotten remains in the folder: a fresh snapshot
@@ -225,11 +236,16 @@ class Memory:
         """Writes ops in one log write (one fsync; if it fails, none is written), then applies
         them."""
         with self._lock:
-            if self._store is not None and all(isinstance(op, OpRetain) for op in ops):
+            if self._store is not None and ops and all(isinstance(op, OpRetain) for op in ops):
                 self._commit_retains(ops)
             else:
                 if self._store is not None:
-                    self._store.append_many([encode_op(op) for op in ops])
+                    touches = self._take_touches()
+                    try:
+                        self._store.append_many(touches + [encode_op(op) for op in ops])
+                    except BaseException:
+                        self._restore_touches(touches)
+                        raise
                 for op in ops:
                     self._apply(op)
             if self._store is not None and self._store.log_bytes >= self.checkpoint_bytes:
@@ -246,7 +262,12 @@ class Memory:
         The call returns once the log is durable; if the fsync fails the log no longer holds
         them, and they are taken back out of the index before the error is raised."""
         assert self._store is not None
-        ticket = self._store.append_deferred([encode_op(op) for op in ops])
+        touches = self._take_touches()
+        try:
+            ticket = self._store.append_deferred(touches + [encode_op(op) for op in ops])
+        except BaseException:
+            self._restore_touches(touches)
+            raise
         users = {(e.agent_id, e.user_id) for op in ops if isinstance(op, OpRetain) for e in op.episodes}
         last = {u: self._user_last.get(u) for u in users}  # only what an undo must restore
         added: list[int] = []
@@ -259,6 +280,7 @@ class Memory:
             try:
                 self._store.settle_deferred(ticket)
             except BaseException:
+                self._restore_touches(touches)
                 self._episode_index.delete(added, missing_ok=True)
                 for u, i in last.items():
                     if i is None:
@@ -267,9 +289,58 @@ class Memory:
                         self._user_last[u] = i
                 raise
 
+    def _take_touches(self) -> list[bytes]:
+        """The pending use counts as one log record (or none), handed to the next write."""
+        eps, kn = self._touched
+        if not eps and not kn:
+            return []
+        self._touched = ([], [])
+        return [encode_op(OpTouch(episode_ids=eps, knowledge_ids=kn, at=self._touched_at))]
+
+    def _restore_touches(self, payloads: list[bytes]) -> None:
+        for p in payloads:
+            op = decode_op(p)
+            assert isinstance(op, OpTouch)
+            self._touched[0].extend(op.episode_ids)
+            self._touched[1].extend(op.knowledge_ids)
+
+    def _touch(self, episode_ids: list[int], knowledge_ids: list[int], at: int) -> None:
+        """Counts one use of each recalled item: in the engine now, in the log with the next
+        write (or once `policy.touch_flush` are pending). A crash can lose the counts of the
+        last few recalls, never a write."""
+        with self._lock:
+            self._apply_touch(OpTouch(episode_ids=episode_ids, knowledge_ids=knowledge_ids, at=at))
+            if self._store is None:
+                return
+            self._touched[0].extend(episode_ids)
+            self._touched[1].extend(knowledge_ids)
+            self._touched_at = max(self._touched_at, at)
+            if len(self._touched[0]) + len(self._touched[1]) >= self.policy.touch_flush:
+                self.flush_touches()
+
+    def flush_touches(self) -> None:
+        """Writes the pending use counts to the log now."""
+        with self._lock:
+            if self._store is not None:
+                touches = self._take_touches()
+                if touches:
+                    try:
+                        self._store.append_many(touches)
+                    except BaseException:
+                        self._restore_touches(touches)
+                        raise
+
+    def _apply_touch(self, op: OpTouch) -> None:
+        if op.episode_ids:
+            self._episode_index.touch(op.episode_ids, op.at)
+        if op.knowledge_ids:
+            self._knowledge_index.touch(op.knowledge_ids, op.at)
+
     def _apply(self, op: Op) -> None:
         if isinstance(op, OpRetain):
             self._apply_retain(op)
+        elif isinstance(op, OpTouch):
+            self._apply_touch(op)
         elif isinstance(op, OpKnowledge):
             self._last_id = max([self._last_id, *(d.id for d in op.docs)])
             self.knowledge._apply(op)
@@ -293,6 +364,7 @@ class Memory:
         if self._store is not None:
             with self._lock:
                 try:
+                    self.flush_touches()
                     if self._store.log_bytes >= min(self.checkpoint_bytes, 4 << 20):
                         self.checkpoint()
                 finally:
@@ -396,7 +468,12 @@ class Memory:
 
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (one log write, one fsync). `vectors` skips the
-        embedder when the caller has them already (float32, one row per item)."""
+        embedder when the caller has them already (float32, one row per item).
+
+        With `policy.dedup` (the default) an item that near-duplicates one of the user's
+        episodes (same normalised text, or overlapping words and — with an embedder — a close
+        vector) is not stored again: that episode is reinforced (one more mention, last use
+        now) and returned in the item's place."""
         drafts = [self._episode_fields(**it) for it in items]
         if not drafts:
             return []
@@ -414,21 +491,29 @@ class Memory:
             first = self._last_id + 1
             episodes = [Episode(id=first + i, **f) for i, f in enumerate(drafts)]
             self._last_id += len(episodes)
+            p = self.policy
+            dedup = (p.dedup_min_jaccard, p.dedup_min_cosine) if p.dedup else None
             ops: list[Op] = [
                 OpRetain(episodes=episodes[at:at + MAX_BATCH],
-                         vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes())
+                         vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes(), dedup=dedup)
                 for at in range(0, len(episodes), MAX_BATCH)]
+            self._duplicates: dict[int, int] = {}
             try:
                 self._commit_many(ops)
             except BaseException:
                 self._last_id -= len(episodes)
                 raise
+            dups, self._duplicates = self._duplicates, {}
+        if dups:
+            found = {r.id: episode_from_record(r) for r in self._episode_index.get_many(sorted(set(dups.values())))
+                     if r is not None}
+            episodes = [found.get(dups[e.id], e) if e.id in dups else e for e in episodes]
         return episodes
 
     def _apply_retain(self, op: OpRetain) -> None:
         eps = op.episodes
         texts = [self._search_text(e) for e in eps]
-        self._episode_index.add(
+        dup_of = self._episode_index.add(
             ids=np.fromiter((e.id for e in eps), dtype=np.uint64, count=len(eps)),
             texts=texts,
             timestamps=np.fromiter((e.timestamp for e in eps), dtype=np.int64, count=len(eps)),
@@ -437,9 +522,17 @@ class Memory:
             sessions=[e.session_id for e in eps],
             payloads=[episode_payload(e, t) for e, t in zip(eps, texts)],
             importance=[e.importance for e in eps],
+            dedup=op.dedup,
         )
-        for e in eps:
-            self._user_last[(e.agent_id, e.user_id)] = e.id
+        if dup_of is None:
+            for e in eps:
+                self._user_last[(e.agent_id, e.user_id)] = e.id
+        else:
+            for e, d in zip(eps, dup_of):
+                if d is None:
+                    self._user_last[(e.agent_id, e.user_id)] = e.id
+                else:
+                    self._duplicates[e.id] = d
         self._last_id = max(self._last_id, max(e.id for e in eps))
 
     def get(self, episode_id: int) -> Episode:
@@ -574,14 +667,22 @@ class Memory:
 
     def _scored(self, hits: Hits, i: int) -> Scored:
         b, v = float(hits.bm25_scores[i]), float(hits.vector_scores[i])
-        return Scored(score=float(hits.scores[i]), bm25=None if b != b else b, cosine=None if v != v else v,
+        score, decay, imp = float(hits.scores[i]), float(hits.decay[i]), float(hits.importance[i])
+        acc, men = int(hits.accesses[i]), int(hits.mentions[i])
+        return Scored(score=score, bm25=None if b != b else b, cosine=None if v != v else v,
                       bm25_rank=int(hits.bm25_ranks[i]), vector_rank=int(hits.vector_ranks[i]),
-                      decay=float(hits.decay[i]), importance=float(hits.importance[i]))
+                      decay=decay, importance=imp, base_importance=float(hits.base_importance[i]),
+                      accesses=acc, mentions=men,
+                      explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men,
+                                      policy=self.policy))
 
     def search(self, query: str, *, user_id: str, agent_id: str = "default", k: int = 5,
                time_range: tuple[TimeLike, TimeLike] | None = None, session_id: str | None = None,
-               vector: np.ndarray | None = None, mode: str = "hybrid") -> list[RecalledEpisode]:
-        """Hybrid search over one user's episodes (no query rewriting)."""
+               vector: np.ndarray | None = None, mode: str = "hybrid", now: TimeLike | None = None,
+               touch: bool = False) -> list[RecalledEpisode]:
+        """Hybrid search over one user's episodes (no query rewriting), ranked by relevance,
+        time decay and effective importance (see `policy`; each hit's `explain` gives the
+        terms). `touch=True` counts the hits as used (recall does)."""
         ns = episode_namespace(agent_id, user_id)
         if session_id is not None:
             check_id("session_id", session_id)
@@ -592,16 +693,21 @@ class Memory:
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
         use_mode = mode if vector is not None or mode == "bm25" else "bm25"
+        at = now_micros(now)
         hits = self._episode_index.search(
             text=query, vector=vector, k=k, namespace=ns, time_range=tr, session=session_id, mode=use_mode,
-            min_bm25=self._bm25_floor(self._episode_index, query), min_cosine=self.min_cosine)
+            min_bm25=self._bm25_floor(self._episode_index, query), min_cosine=self.min_cosine,
+            **self.policy.search_terms("episodic", at))
         keep = self._strong(hits)
         recs = self._episode_index.get_many(hits.ids[keep])
-        return [RecalledEpisode(episode_from_record(r), self._scored(hits, i))
-                for i, r in zip(keep, recs) if r is not None]
+        found = [RecalledEpisode(episode_from_record(r), self._scored(hits, i))
+                 for i, r in zip(keep, recs) if r is not None]
+        if touch and found:
+            self._touch([r.episode.id for r in found], [], at)
+        return found
 
     def _search_knowledge(self, query: str, vector: np.ndarray | None, *, agent_id: str, user_id: str | None,
-                          k: int) -> list[RecalledKnowledge]:
+                          k: int, now: int) -> list[RecalledKnowledge]:
         if vector is None:
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
@@ -612,7 +718,8 @@ class Memory:
         for ns in spaces:
             hits = self._knowledge_index.search(
                 text=query, vector=vector, k=k, namespace=ns, mode="hybrid" if vector is not None else "bm25",
-                min_bm25=self._bm25_floor(self._knowledge_index, query), min_cosine=self.min_cosine)
+                min_bm25=self._bm25_floor(self._knowledge_index, query), min_cosine=self.min_cosine,
+                **self.policy.search_terms("semantic", now))
             keep = self._strong(hits)
             for i, r in zip(keep, self._knowledge_index.get_many(hits.ids[keep])):
                 if r is not None:
@@ -647,14 +754,43 @@ class Memory:
 
     def recall(self, query: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
                k: int = 5, k_knowledge: int = 3, now: TimeLike | None = None, tz: tzinfo | None = None,
-               same_session: bool = False, n_turns: int = 5) -> RecallBundle:
+               same_session: bool = False, n_turns: int = 5, layered: bool = False,
+               enough: Callable[[str, list[Turn]], bool] | None = None,
+               rerank: Callable[[str, list[str]], Sequence[float]] | None = None,
+               rerank_depth: int = 3, touch: bool = True) -> RecallBundle:
         """Reads touched and pinned facts, searches episodes (time-filtered by the question)
-        and knowledge (never time-filtered), and gathers the session's working memory."""
+        and knowledge (never time-filtered), and gathers the session's working memory. What
+        it returns counts as used (reinforcing it, see `policy`) unless `touch=False` (for
+        evaluations and other read-only looks).
+
+        `layered=True` consults the session's working memory first and long-term memory only
+        when that is not enough: by default, when the session's turns do not contain every
+        keyword of the question (`enough(query, matching_turns)` decides otherwise).
+        `rerank(query, texts) -> scores` (a cross-encoder, say) reorders the best
+        `rerank_depth · k` fused episode candidates; its score lands in each hit's `explain`.
+        """
         t0 = time.perf_counter()
         tz = tz or self.tz
         query = self._check_text(query)
         episode_namespace(agent_id, user_id)
+        if rerank_depth < 1:
+            raise InvalidArgumentError(f"rerank_depth must be at least 1, got {rerank_depth}")
+        at = now_micros(now)
         intent: MemoryIntent = self.rewriter(query, now=as_datetime(now, tz), tz=tz, aliases=self.facts.aliases())
+        text = intent.text or query
+        working, wvars = [], {}
+        wm = self._working.get(session_id) if session_id is not None else None
+        if wm is not None:
+            working, wvars = wm.recent(n_turns), dict(wm.vars)
+        layers = ["working"] if wm is not None else []
+        if layered and wm is not None:
+            matched = wm.matching(text)
+            done = enough(query, matched) if enough is not None else _covers(text, matched)
+            if done:
+                working = matched[-n_turns:] if n_turns > 0 else []
+                ms0 = (time.perf_counter() - t0) * 1e3
+                return RecallBundle(query=query, intent=intent, working=working, working_vars=wvars,
+                                    timings={"working": ms0, "total": ms0}, tz=tz, layers=layers)
         t1 = time.perf_counter()
         seen: set[str] = set()
         profile = []
@@ -667,25 +803,26 @@ class Memory:
                 profile.append(fact)
                 seen.add(key)
         t2 = time.perf_counter()
-        text = intent.text or query
         vecs = self._embed([text])
         vector = None if vecs is None else vecs[0]
         t3 = time.perf_counter()
-        episodes = self.search(text, user_id=user_id, agent_id=agent_id, k=k, time_range=intent.time_range,
-                               session_id=session_id if same_session else None, vector=vector)
+        depth = k * rerank_depth if rerank is not None else k
+        episodes = self.search(text, user_id=user_id, agent_id=agent_id, k=depth, time_range=intent.time_range,
+                               session_id=session_id if same_session else None, vector=vector, now=at)
+        if rerank is not None:
+            episodes = _reranked(rerank, query, episodes, k)
         episodes = self._with_fact_sources(episodes, profile, intent, k, episode_namespace(agent_id, user_id))
         t4 = time.perf_counter()
-        knowledge = self._search_knowledge(text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge)
+        knowledge = self._search_knowledge(text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge, now=at)
         t5 = time.perf_counter()
-        working, wvars = [], {}
-        if session_id is not None and session_id in self._working:
-            wm = self._working[session_id]
-            working, wvars = wm.recent(n_turns), dict(wm.vars)
+        if touch and (episodes or knowledge):
+            self._touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
         ms = lambda a, b: (b - a) * 1e3  # noqa: E731
         timings = {"rewrite": ms(t0, t1), "facts": ms(t1, t2), "embed": ms(t2, t3), "episodes": ms(t3, t4),
                    "knowledge": ms(t4, t5), "total": ms(t0, time.perf_counter())}
         return RecallBundle(query=query, intent=intent, profile=profile, episodes=episodes, knowledge=knowledge,
-                            working=working, working_vars=wvars, timings=timings, tz=tz)
+                            working=working, working_vars=wvars, timings=timings, tz=tz,
+                            layers=[*layers, "semantic", "episodic"])
 
     # -- reflect ----------------------------------------------------------------------------------
 
@@ -754,6 +891,35 @@ class Memory:
                 "users": len(self._user_last), "sessions": len(self._working),
                 "episode_index": e, "knowledge_index": k,
                 "embedder": None if self.embedder is None else self.embedder.name}
+
+
+def _covers(text: str, turns: list[Turn]) -> bool:
+    """Whether the turns contain every keyword of the question (working memory is enough)."""
+    wanted = set(tokenize(text, stopwords=True))
+    if not turns or not wanted:
+        return False
+    have: set[str] = set()
+    for t in turns:
+        have.update(tokenize(t.text, stopwords=True))
+    return wanted <= have
+
+
+def _reranked(rerank: Callable[[str, list[str]], Sequence[float]], query: str,
+              found: list[RecalledEpisode], k: int) -> list[RecalledEpisode]:
+    """Reorders fused candidates by a caller's reranker (ties keep the fused order)."""
+    if not found:
+        return found
+    scores = [float(x) for x in rerank(query, [r.episode.text for r in found])]
+    if len(scores) != len(found) or any(x != x for x in scores):
+        raise InvalidArgumentError(
+            f"rerank returned {len(scores)} scores (NaN not allowed) for {len(found)} candidates")
+    order = sorted(range(len(found)), key=lambda i: -scores[i])[:k]
+    out = []
+    for i in order:
+        r = found[i]
+        scored = msgspec.structs.replace(r.scored, explain={**r.scored.explain, "rerank": scores[i]})
+        out.append(RecalledEpisode(r.episode, scored, r.via_fact))
+    return out
 
 
 def _phrase_aliases(aliases: Mapping[str, list[str]]) -> dict[str, str]:

@@ -22,6 +22,9 @@ class OpMeta(msgspec.Struct, tag="meta", frozen=True):
 class OpRetain(msgspec.Struct, tag="retain", frozen=True):
     episodes: list[Episode]
     vectors: bytes | None = None  # float32 rows, one per episode
+    # (min_jaccard, min_cosine) when near-duplicates reinforce instead of inserting; kept in the
+    # op so that a replay repeats the same decisions whatever the reopening policy says.
+    dedup: tuple[float, float] | None = None
 
 
 class OpKnowledge(msgspec.Struct, tag="knowledge", frozen=True):
@@ -55,6 +58,15 @@ class OpForget(msgspec.Struct, tag="forget", frozen=True):
     episode_ids: list[int] = []
     knowledge_ids: list[int] = []
     users: list[tuple[str, str]] = []  # (agent_id, user_id) whose facts, history and cursor go too
+
+
+class OpTouch(msgspec.Struct, tag="touch", frozen=True):
+    """Recalls used these records (one access each, last use `at`); written lazily, with the
+    next write, so counting uses costs no fsync of its own."""
+
+    episode_ids: list[int] = []
+    knowledge_ids: list[int] = []
+    at: int = 0
 
 
 class OpCursor(msgspec.Struct, tag="cursor", frozen=True):
@@ -108,7 +120,7 @@ def decode_state(data: bytes) -> MemoryState:
     return _state_decoder.decode(data)
 
 
-Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking
+Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking | OpTouch
 
 _decoder = msgspec.msgpack.Decoder(Op)
 

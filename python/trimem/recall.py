@@ -45,6 +45,7 @@ class RecallBundle:
     working_vars: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     tz: tzinfo = timezone.utc
+    layers: list[str] = field(default_factory=list)  # the layers recall consulted, in order
 
     def sections(self) -> dict[str, list[str]]:
         """Each section's lines, most important first (the order `render` fills them in)."""

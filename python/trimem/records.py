@@ -91,7 +91,9 @@ class KnowledgeDoc(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class Scored(msgspec.Struct, frozen=True, omit_defaults=True):
-    """How a recalled item scored: the fused score and each signal that made it."""
+    """How a recalled item scored: the fused score and each signal that made it. `explain`
+    splits the score into its terms (relevance, decay, importance) and the use counts behind
+    the importance."""
 
     score: float
     bm25: float | None = None
@@ -99,7 +101,11 @@ class Scored(msgspec.Struct, frozen=True, omit_defaults=True):
     bm25_rank: int = 0
     vector_rank: int = 0
     decay: float = 1.0
-    importance: float = 0.0
+    importance: float = 0.0  # effective: base plus reinforcement from use
+    base_importance: float = 0.0
+    accesses: int = 0
+    mentions: int = 0
+    explain: dict[str, Any] = {}
 
 
 class RecalledEpisode(msgspec.Struct, frozen=True):
@@ -107,10 +113,18 @@ class RecalledEpisode(msgspec.Struct, frozen=True):
     scored: Scored
     via_fact: str | None = None  # set when recalled as the source of a fact the question touches
 
+    @property
+    def explain(self) -> dict[str, Any]:
+        return self.scored.explain
+
 
 class RecalledKnowledge(msgspec.Struct, frozen=True):
     doc: KnowledgeDoc
     scored: Scored
+
+    @property
+    def explain(self) -> dict[str, Any]:
+        return self.scored.explain
 
 
 class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):

@@ -311,7 +311,7 @@ class KnowledgeBase:
                vector: np.ndarray | None = None) -> list[RecalledKnowledge]:
         """Hybrid search over the agent's shared documents and, with `user_id`, that user's
         private ones. Never time-filtered: the latest policy applies to any question."""
-        return self._m._search_knowledge(query, vector, agent_id=agent_id, user_id=user_id, k=k)
+        return self._m._search_knowledge(query, vector, agent_id=agent_id, user_id=user_id, k=k, now=now_micros(None))
 
     def _state(self) -> list[tuple[str, str | None, str, int]]:
         return [(a, u, src, i) for (a, u, src), i in self._by_source.items()]

@@ -79,6 +79,16 @@ class WorkingMemory:
         turns = list(self._turns)
         return turns if n is None else turns[-n:] if n > 0 else []
 
+    def matching(self, query: str) -> list[Turn]:
+        """Live turns sharing a keyword with `query`, oldest first (layered recall reads them
+        before it searches long-term memory)."""
+        from trimem._core import tokenize
+
+        wanted = set(tokenize(query, stopwords=True))
+        if not wanted:
+            return []
+        return [t for t in self.recent() if wanted.intersection(tokenize(t.text, stopwords=True))]
+
     def get(self, name: str, default: Any = None) -> Any:
         return self.vars.get(name, default)
 

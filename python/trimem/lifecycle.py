@@ -1,0 +1,121 @@
+"""The memory lifecycle policy: how use reinforces importance, how time decays relevance, how
+long each layer keeps what it holds, when working memory is consolidated and how duplicates
+are caught. One :class:`Policy` configures all of it; the ranking terms run inside the
+engine's search call, the retention arithmetic over whole columns at once.
+
+>>> p = Policy()
+>>> p.effective_importance(0.5, uses=3)
+0.8
+>>> round(p.lifetime_days("episodic", importance=1.0), 1)  # important items live longer
+90.0
+>>> explain(score=0.0263, decay=0.5, importance=0.8, accesses=3, mentions=0, policy=p)
+{'score': 0.0263, 'relevance': 0.0179, 'decay': 0.5, 'decay_term': 0.002, 'importance': 0.8, 'importance_term': 0.0064, 'accesses': 3, 'mentions': 0}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from trimem.errors import InvalidArgumentError
+
+DAY_US = 86_400_000_000
+LAYERS = ("working", "episodic", "semantic")
+
+
+class Policy(msgspec.Struct, frozen=True, kw_only=True):
+    """Lifecycle settings. Defaults keep plain relevance dominant: a first place in one search
+    leg is worth 1/61 ≈ 0.0164, a fresh memory's decay term at most `decay_weight` (0.004) and
+    a fully important one's importance term `importance_weight` (0.008)."""
+
+    # Ranking: fused relevance + decay_weight · 0.5^(age / half-life) + importance_weight · importance.
+    half_life_days: dict[str, float] = msgspec.field(
+        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0})
+    decay_weight: float = 0.004
+    importance_weight: float = 0.008
+    # Reinforcement: effective importance = base + min(reinforce_cap, reinforce_step · uses), ≤ 1.
+    reinforce_step: float = 0.1
+    reinforce_cap: float = 0.5
+    # Retention: a layer keeps an item retention · (1 + life_boost · importance) after its last use.
+    retention_days: dict[str, float] = msgspec.field(
+        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0})
+    life_boost: float = 2.0
+    # Consolidation: working items at or above this importance become episodes.
+    consolidate_importance: float = 0.7
+    working_bound: int = 30
+    # Dedup at retain: token-set Jaccard and (when both have vectors) cosine thresholds.
+    dedup: bool = True
+    dedup_min_jaccard: float = 0.8
+    dedup_min_cosine: float = 0.9
+    # Recall hits are counted in memory at once and written to the log with the next write,
+    # or when this many are pending.
+    touch_flush: int = 512
+
+    def __post_init__(self) -> None:
+        for name in ("half_life_days", "retention_days"):
+            table = getattr(self, name)
+            if set(table) != set(LAYERS) or not all(_positive(v) for v in table.values()):
+                raise InvalidArgumentError(f"{name} needs a positive number of days for each of {LAYERS}")
+        for name in ("decay_weight", "importance_weight", "reinforce_step", "reinforce_cap", "life_boost"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
+                raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
+        for name in ("consolidate_importance", "dedup_min_jaccard"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+                raise InvalidArgumentError(f"{name} must be in [0, 1], got {v!r}")
+        if not -1.0 <= self.dedup_min_cosine <= 1.0:
+            raise InvalidArgumentError(f"dedup_min_cosine must be in [-1, 1], got {self.dedup_min_cosine!r}")
+        if self.working_bound < 1 or self.touch_flush < 1:
+            raise InvalidArgumentError("working_bound and touch_flush must be at least 1")
+
+    def half_life_us(self, layer: str) -> float:
+        return self.half_life_days[_layer(layer)] * DAY_US
+
+    def effective_importance(self, base: float, uses: int) -> float:
+        """Base importance grown by use (the same function the engine applies in search)."""
+        if base >= 1.0:
+            return base
+        return round(min(1.0, base + min(self.reinforce_cap, self.reinforce_step * uses)), 6)
+
+    def lifetime_days(self, layer: str, *, importance: float) -> float:
+        return self.retention_days[_layer(layer)] * (1.0 + self.life_boost * importance)
+
+    def search_terms(self, layer: str, now: int) -> dict[str, Any]:
+        """The keyword arguments of `HybridIndex.search` that apply this policy."""
+        return dict(half_life=self.half_life_us(layer), now=now, decay_weight=self.decay_weight,
+                    importance_weight=self.importance_weight, reinforce_step=self.reinforce_step,
+                    reinforce_cap=self.reinforce_cap)
+
+    def expired(self, columns: dict[str, np.ndarray], layer: str, now: int) -> np.ndarray:
+        """Ids (from `HybridIndex.columns`) whose lifetime ran out by `now`: age counts from
+        the last use (or the timestamp if never used), lifetime grows with effective importance."""
+        uses = columns["accesses"].astype(np.float64) + columns["mentions"]
+        base = columns["importance"].astype(np.float64)
+        eff = np.where(base >= 1.0, base, np.minimum(1.0, base + np.minimum(self.reinforce_cap, self.reinforce_step * uses)))
+        since = np.maximum(columns["timestamps"], columns["last_access"])
+        lifetime = self.retention_days[_layer(layer)] * DAY_US * (1.0 + self.life_boost * eff)
+        return columns["ids"][(now - since) > lifetime]
+
+
+def explain(*, score: float, decay: float, importance: float, accesses: int, mentions: int,
+            policy: Policy, decay_on: bool = True) -> dict[str, Any]:
+    """Each term of a hit's score: fused relevance, the decay term and the importance term."""
+    decay_term = policy.decay_weight * decay if decay_on else 0.0
+    importance_term = policy.importance_weight * importance
+    r = lambda x: round(float(x), 6)  # noqa: E731
+    return {"score": r(score), "relevance": r(score - decay_term - importance_term), "decay": r(decay),
+            "decay_term": r(decay_term), "importance": r(importance), "importance_term": r(importance_term),
+            "accesses": int(accesses), "mentions": int(mentions)}
+
+
+def _positive(v: object) -> bool:
+    return isinstance(v, (int, float)) and bool(np.isfinite(v)) and v > 0
+
+
+def _layer(layer: str) -> str:
+    if layer not in LAYERS:
+        raise InvalidArgumentError(f"unknown layer {layer!r}: use one of {LAYERS}")
+    return layer
