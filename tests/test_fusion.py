@@ -65,14 +65,22 @@ def test_scores_equal_hand_computation_from_ranks(fused_index, clustered_small) 
         assert (h.decay == 1).all()
 
 
+def competition_ranks(ids: list[int], scores: list[float]) -> dict[int, int]:
+    """id → 1-based rank in a leg's list, equal scores sharing the better rank (1, 2, 2, 4)."""
+    out: dict[int, int] = {}
+    for pos, (i, s) in enumerate(zip(ids, scores)):
+        out[i] = out[ids[pos - 1]] if pos and s == scores[pos - 1] else pos + 1
+    return out
+
+
 def independent_fusion(idx, text, vector, window, k, weights=(1.0, 1.0), rrf_k=60.0):
     """Fuse the single-leg result lists in Python: returns [(score, id)] best first."""
     b = idx.search(text=text, mode="bm25", k=window)
     v = idx.search(vector=vector, mode="vector", k=window)
     score: dict[int, np.float32] = {}
-    for r, i in enumerate(b.ids.tolist(), start=1):
+    for i, r in competition_ranks(b.ids.tolist(), b.bm25_scores.tolist()).items():
         score[i] = score.get(i, f32(0)) + f32(weights[0]) / (f32(rrf_k) + f32(r))
-    for r, i in enumerate(v.ids.tolist(), start=1):
+    for i, r in competition_ranks(v.ids.tolist(), v.vector_scores.tolist()).items():
         score[i] = f32(score.get(i, f32(0)) + f32(weights[1]) / (f32(rrf_k) + f32(r)))
     fused = sorted(((float(s), i) for i, s in score.items()), key=lambda t: (-t[0], t[1]))
     return fused[:k], b, v
@@ -90,15 +98,17 @@ def test_hybrid_equals_fusing_single_leg_lists(fused_index, clustered_small, win
         np.testing.assert_allclose(h.scores, [s for s, _ in want], rtol=1e-6)
         np.testing.assert_allclose(h.scores, expected_scores(h, weights, rrf_k), rtol=1e-6)
         # Each hit's rank and raw score in a leg are those of the single-leg list.
-        b_rank = {i: r for r, i in enumerate(b.ids.tolist(), start=1)}
-        v_rank = {i: r for r, i in enumerate(vec.ids.tolist(), start=1)}
+        b_rank = competition_ranks(b.ids.tolist(), b.bm25_scores.tolist())
+        v_rank = competition_ranks(vec.ids.tolist(), vec.vector_scores.tolist())
+        b_pos = {i: p for p, i in enumerate(b.ids.tolist())}
+        v_pos = {i: p for p, i in enumerate(vec.ids.tolist())}
         for j, i in enumerate(h.ids.tolist()):
             assert h.bm25_ranks[j] == b_rank.get(i, 0)
             assert h.vector_ranks[j] == v_rank.get(i, 0)
-            if i in b_rank:
-                assert h.bm25_scores[j] == b.bm25_scores[b_rank[i] - 1]
-            if i in v_rank:
-                assert h.vector_scores[j] == vec.vector_scores[v_rank[i] - 1]
+            if i in b_pos:
+                assert h.bm25_scores[j] == b.bm25_scores[b_pos[i]]
+            if i in v_pos:
+                assert h.vector_scores[j] == vec.vector_scores[v_pos[i]]
 
 
 def test_default_window(fused_index, clustered_small) -> None:
@@ -188,10 +198,12 @@ def test_vector_leg_ties_broken_by_smaller_id(filtered: bool) -> None:
 
 
 def test_hybrid_ties_on_identical_records_follow_ids() -> None:
-    # Each identical record should get the same rank in both legs, so order follows ids.
+    # Identical records share rank 1 in both legs (a leg that cannot tell them apart must not
+    # let their order decide), so their fused scores are equal and the order follows ids.
     h = _identical_records().search(text="same words", vector=np.eye(4, dtype=np.float32)[0], k=3)
     assert h.ids.tolist() == [7, 30, 50]
-    np.testing.assert_array_equal(h.bm25_ranks, h.vector_ranks)
+    assert h.bm25_ranks.tolist() == h.vector_ranks.tolist() == [1, 1, 1]
+    assert h.scores[0] == h.scores[1] == h.scores[2]
 
 
 def test_decay_term_with_injected_now() -> None:

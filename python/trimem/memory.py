@@ -49,10 +49,12 @@ from trimem.ops import (
     encode_op,
     encode_state,
 )
-from trimem.lifecycle import Policy, explain
+from trimem.lifecycle import Consolidation, Policy, explain
+from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptualMemory
 from trimem.recall import RecallBundle
 from trimem.records import (
     Episode,
+    Placement,
     FactChange,
     KnowledgeDoc,
     RecalledEpisode,
@@ -146,6 +148,7 @@ class Memory:
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
         self._reflector: Reflector | None = None
+        self._perceptual: PerceptualMemory | None = None
         self._store: Store | None = None
         self.checkpoint_bytes = checkpoint_bytes
         self.path = None if path is None else os.fspath(path)
@@ -190,6 +193,13 @@ class Memory:
             self.knowledge._load_state(st.knowledge_sources)
             for w in st.working:
                 self._apply(w)
+            if st.perceptual is not None:
+                names = PerceptualMemory.index_names(st.perceptual)
+                restored = {n: self._store.take_index(n) for n in names}
+                missing = [n for n, i in restored.items() if i is None]
+                if missing:
+                    raise StoreError(f"{path}: the snapshot lacks the perceptual indexes {missing}")
+                self.perceptual.load(st.perceptual, {n: i for n, i in restored.items() if i is not None})
             for name in (EPISODES, KNOWLEDGE):
                 index = self._store.take_index(name)
                 if index is None:
@@ -212,14 +222,16 @@ class Memory:
             cursors=[(a, u, i) for (a, u), i in self._cursors.items()],
             user_last=[(a, u, i) for (a, u), i in self._user_last.items()],
             facts=self.facts._state(), knowledge_sources=self.knowledge._state(),
-            working=list(self._saved_working.values()))
+            working=list(self._saved_working.values()),
+            perceptual=None if self._perceptual is None else self._perceptual.state())
 
     def checkpoint(self) -> None:
         """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
         Searches continue while it runs; writes wait. A no-op for an in-process memory."""
         with self._lock:
             if self._store is not None:
-                self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index)],
+                extra = [] if self._perceptual is None else self._perceptual.indexes()
+                self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index), *extra],
                                        encode_state(self._state()))
                 self._touched = ([], [])  # the snapshot holds the counts
 
@@ -341,6 +353,8 @@ class Memory:
             self._apply_retain(op)
         elif isinstance(op, OpTouch):
             self._apply_touch(op)
+        elif isinstance(op, (OpPerceptRegister, OpPerceptAdd, OpPerceptDelete)):
+            self.perceptual.apply(op)
         elif isinstance(op, OpKnowledge):
             self._last_id = max([self._last_id, *(d.id for d in op.docs)])
             self.knowledge._apply(op)
@@ -356,6 +370,17 @@ class Memory:
             self._cursors[(op.agent_id, op.user_id)] = op.episode_id
         elif isinstance(op, OpWorking):
             self._apply_working(op)
+
+    @property
+    def perceptual(self) -> PerceptualMemory:
+        """Perceptual memory: images, audio, … in their own vector spaces, each with your
+        encoder (see :mod:`trimem.perceptual`); written to this memory's log and snapshots.
+        Encoders are code, not data: register them again after reopening."""
+        if self._perceptual is None:
+            with self._lock:
+                if self._perceptual is None:
+                    self._perceptual = PerceptualMemory(lock=self._lock, commit=self._commit)
+        return self._perceptual
 
     def close(self) -> None:
         """Stops the reflector and closes the store (flushing buffered writes; a log of more
@@ -510,6 +535,41 @@ class Memory:
             episodes = [found.get(dups[e.id], e) if e.id in dups else e for e in episodes]
         return episodes
 
+    def add(self, content: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
+            timestamp: TimeLike | None = None, classifier: Any = None,
+            context: Mapping[str, Any] | None = None) -> Placement:
+        """Puts `content` in the layer it belongs to and says where and why: conceptual
+        knowledge → semantic (a fact when key-value shaped, else a knowledge document private
+        to the user), a dated experience → episodic, transient state → working (needs
+        `session_id`; without one it becomes an episode). The router's rules read English and
+        Chinese; `classifier` plugs in your own (an LLM through :class:`trimem.router.LLMRouter`);
+        `context={"layer": ...}` forces a layer.
+
+        >>> mem = Memory(embedder=None)
+        >>> mem.add("我的邮箱是 a@b.com", user_id="u1").item.key
+        'email'
+        """
+        from trimem.router import route
+
+        check_id("user_id", user_id)
+        r = route(self._check_text(content), classifier=classifier, context=context)
+        item: Any
+        if r.layer == "semantic" and r.kind == "fact" and r.key and r.value:
+            item = self.facts.set(r.key, r.value, user_id=user_id, agent_id=agent_id, at=timestamp)
+        elif r.layer == "semantic":
+            item = self.knowledge.add(content, agent_id=agent_id, user_id=user_id, timestamp=timestamp,
+                                      metadata={"importance": r.importance})
+        elif r.layer == "working" and session_id is not None:
+            item = self.add_turn(session_id, "user", content, user_id=user_id, agent_id=agent_id,
+                                 importance=r.importance, timestamp=timestamp)
+        else:
+            if r.layer == "working":
+                r = msgspec.structs.replace(r, layer="episodic", kind="episode",
+                                            reason=r.reason + "; no session to hold it, kept as an episode")
+            item = self.retain(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                               timestamp=timestamp, importance=r.importance)
+        return Placement(layer=r.layer, kind=r.kind, importance=r.importance, reason=r.reason, item=item)
+
     def _apply_retain(self, op: OpRetain) -> None:
         eps = op.episodes
         texts = [self._search_text(e) for e in eps]
@@ -585,6 +645,8 @@ class Memory:
                 "forget needs episode ids, session_id, time_range or everything=True (nothing was deleted)")
         ids = sorted(set(ids))
         knowledge = self.knowledge._private_ids(agent_id, user_id) if everything else []
+        if everything and self._perceptual is not None:
+            self._perceptual.forget_user(user_id=user_id, agent_id=agent_id)
         if ids or everything:
             self._commit(OpForget(episode_ids=ids, knowledge_ids=knowledge,
                                   users=[(agent_id, user_id)] if everything else []))
@@ -636,13 +698,57 @@ class Memory:
             wm.add_turn(t.role, t.text, importance=t.importance, timestamp=t.timestamp)
         wm.vars.update(op.vars)
 
-    def end_session(self, session_id: str) -> None:
-        """Resets the session's working memory (and drops its saved copy)."""
+    def add_turn(self, session_id: str, role: str, text: str, *, user_id: str, agent_id: str = "default",
+                 importance: float | None = None, timestamp: TimeLike | None = None) -> Turn:
+        """Adds a turn to the session's working memory. Without an `importance` the router's
+        rules estimate one. When the session passes its bound (`working_capacity`), the turns
+        pushed out are consolidated: the important ones become episodes, the rest expire."""
+        check_id("user_id", user_id)
+        text = self._check_text(text)
+        if importance is None:
+            from trimem.router import RuleRouter
+
+            importance = RuleRouter()(text).importance
+        elif not (isinstance(importance, (int, float)) and 0.0 <= importance <= 1.0):
+            raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
+        wm = self.working(session_id)
+        turn = wm.add_turn(role, text, importance=float(importance), timestamp=now_micros(timestamp))
+        if wm.evicted:
+            self.consolidate(session_id, user_id=user_id, agent_id=agent_id, everything=False)
+        return turn
+
+    def consolidate(self, session_id: str, *, user_id: str, agent_id: str = "default",
+                    everything: bool = True) -> Consolidation:
+        """Turns the session's important working items (importance ≥
+        `policy.consolidate_importance`) into episodes with their session and time; the rest
+        expire. By default all of them (as at session end); `everything=False` only those the
+        capacity bound pushed out. Variables stay."""
+        from trimem.lifecycle import consolidate
+
+        check_id("user_id", user_id)
+        return consolidate(self, session_id, user_id=user_id, agent_id=agent_id, everything=everything)
+
+    def forget_expired(self, now: TimeLike | None = None, *, user_id: str | None = None,
+                       agent_id: str = "default") -> dict[str, int]:
+        """Applies the retention policy (`policy.retention_days` per layer, longer for
+        important or reinforced items, counted from the last use) through the same hard-delete
+        path as :meth:`forget`; for one user, or everyone. Returns how many items went per layer."""
+        from trimem.lifecycle import forget_expired
+
+        return forget_expired(self, now_micros(now), user_id=user_id, agent_id=agent_id)
+
+    def end_session(self, session_id: str, *, user_id: str | None = None, agent_id: str = "default") -> Consolidation | None:
+        """Ends the session: with `user_id`, its important working items are consolidated into
+        episodes first; then its working memory is reset (and its saved copy dropped)."""
+        result = None
+        if user_id is not None and session_id in self._working:
+            result = self.consolidate(session_id, user_id=user_id, agent_id=agent_id)
         if session_id in self._saved_working:
             self._commit(OpWorking(session_id=session_id, turns=None))
         wm = self._working.pop(session_id, None)
         if wm is not None:
             wm.reset()
+        return result
 
     # -- recall -----------------------------------------------------------------------------------
 
@@ -707,7 +813,7 @@ class Memory:
         return found
 
     def _search_knowledge(self, query: str, vector: np.ndarray | None, *, agent_id: str, user_id: str | None,
-                          k: int, now: int) -> list[RecalledKnowledge]:
+                          k: int, now: int, before: int | None = None) -> list[RecalledKnowledge]:
         if vector is None:
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
@@ -719,6 +825,7 @@ class Memory:
             hits = self._knowledge_index.search(
                 text=query, vector=vector, k=k, namespace=ns, mode="hybrid" if vector is not None else "bm25",
                 min_bm25=self._bm25_floor(self._knowledge_index, query), min_cosine=self.min_cosine,
+                time_range=None if before is None else (-(2**63), before),
                 **self.policy.search_terms("semantic", now))
             keep = self._strong(hits)
             for i, r in zip(keep, self._knowledge_index.get_many(hits.ids[keep])):
@@ -757,7 +864,7 @@ class Memory:
                same_session: bool = False, n_turns: int = 5, layered: bool = False,
                enough: Callable[[str, list[Turn]], bool] | None = None,
                rerank: Callable[[str, list[str]], Sequence[float]] | None = None,
-               rerank_depth: int = 3, touch: bool = True) -> RecallBundle:
+               rerank_depth: int = 3, touch: bool = True, as_of: TimeLike | None = None) -> RecallBundle:
         """Reads touched and pinned facts, searches episodes (time-filtered by the question)
         and knowledge (never time-filtered), and gathers the session's working memory. What
         it returns counts as used (reinforcing it, see `policy`) unless `touch=False` (for
@@ -768,6 +875,8 @@ class Memory:
         keyword of the question (`enough(query, matching_turns)` decides otherwise).
         `rerank(query, texts) -> scores` (a cross-encoder, say) reorders the best
         `rerank_depth · k` fused episode candidates; its score lands in each hit's `explain`.
+        `as_of=T` answers with what the agent knew at T: episodes and documents from before T,
+        facts with the values they held then (nothing is counted as used).
         """
         t0 = time.perf_counter()
         tz = tz or self.tz
@@ -776,8 +885,17 @@ class Memory:
         if rerank_depth < 1:
             raise InvalidArgumentError(f"rerank_depth must be at least 1, got {rerank_depth}")
         at = now_micros(now)
+        cutoff = None if as_of is None else to_micros(as_of)
+        if cutoff is not None:
+            touch = False
+            if now is None:
+                at, now = cutoff, cutoff  # "last week" means the week before T
         intent: MemoryIntent = self.rewriter(query, now=as_datetime(now, tz), tz=tz, aliases=self.facts.aliases())
         text = intent.text or query
+        time_range = intent.time_range
+        if cutoff is not None:
+            lo, hi = time_range if time_range is not None else (-(2**63), cutoff)
+            time_range = (lo, min(hi, cutoff))
         working, wvars = [], {}
         wm = self._working.get(session_id) if session_id is not None else None
         if wm is not None:
@@ -802,18 +920,21 @@ class Memory:
             if fact is not None and key not in seen:
                 profile.append(fact)
                 seen.add(key)
+        if cutoff is not None:
+            profile = self.facts._as_of_many(profile, cutoff, intent.keys, user_id=user_id, agent_id=agent_id)
         t2 = time.perf_counter()
         vecs = self._embed([text])
         vector = None if vecs is None else vecs[0]
         t3 = time.perf_counter()
         depth = k * rerank_depth if rerank is not None else k
-        episodes = self.search(text, user_id=user_id, agent_id=agent_id, k=depth, time_range=intent.time_range,
+        episodes = self.search(text, user_id=user_id, agent_id=agent_id, k=depth, time_range=time_range,
                                session_id=session_id if same_session else None, vector=vector, now=at)
         if rerank is not None:
             episodes = _reranked(rerank, query, episodes, k)
         episodes = self._with_fact_sources(episodes, profile, intent, k, episode_namespace(agent_id, user_id))
         t4 = time.perf_counter()
-        knowledge = self._search_knowledge(text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge, now=at)
+        knowledge = self._search_knowledge(text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge, now=at,
+                                           before=cutoff)
         t5 = time.perf_counter()
         if touch and (episodes or knowledge):
             self._touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
@@ -885,12 +1006,47 @@ class Memory:
 
         return execute(self, name, args)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, *, user_id: str | None = None, agent_id: str = "default",
+              now: TimeLike | None = None) -> dict[str, Any]:
+        """Counts, bytes and ages (days) per layer — for one user of `agent_id`, or the whole
+        store (then with episodes per user) — plus the index statistics."""
+        from trimem.transfer import stats
+
         e, k = self._episode_index.stats(), self._knowledge_index.stats()
-        return {"episodes": e["records"], "knowledge": k["records"], "facts": len(self.facts._current),
-                "users": len(self._user_last), "sessions": len(self._working),
-                "episode_index": e, "knowledge_index": k,
-                "embedder": None if self.embedder is None else self.embedder.name}
+        out = stats(self, user_id=user_id, agent_id=agent_id, now=now_micros(now))
+        out.update({"episodes": out["episodic"]["count"], "knowledge": out["semantic"]["knowledge"]["count"],
+                    "facts": out["semantic"]["facts"], "sessions": len(self._working),
+                    "episode_index": e, "knowledge_index": k,
+                    "embedder": None if self.embedder is None else self.embedder.name})
+        return out
+
+    # -- sharing and export -------------------------------------------------------------------------
+
+    def share(self, *, from_agent: str, to_agent: str, user_id: str, episode_ids: Iterable[int] | None = None,
+              min_importance: float = 0.7, decay: float = 0.8, now: TimeLike | None = None) -> list[Episode]:
+        """Copies a user's memories from one agent to another: episodes whose effective
+        importance reaches `min_importance` (or exactly `episode_ids`), with provenance in
+        `metadata["shared_from"]` and importance × `decay`. Nothing else crosses."""
+        from trimem.transfer import share
+
+        return share(self, from_agent=from_agent, to_agent=to_agent, user_id=user_id, episode_ids=episode_ids,
+                     min_importance=min_importance, decay=decay, now=now_micros(now))
+
+    def export(self, path: str | os.PathLike[str], *, user_id: str | None = None, agent_id: str = "default",
+               now: TimeLike | None = None) -> dict[str, int]:
+        """Writes every layer — of one user of `agent_id`, or the whole store — to one msgspec
+        file (atomically; no pickle). Returns what it wrote."""
+        from trimem.transfer import export
+
+        with self._lock:
+            return export(self, path, user_id=user_id, agent_id=agent_id, now=now_micros(now))
+
+    def import_from(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        """Adds the memories of an :meth:`export` file (new ids; facts keep their history and
+        cite the new episodes)."""
+        from trimem.transfer import import_export
+
+        return import_export(self, path)
 
 
 def _covers(text: str, turns: list[Turn]) -> bool:

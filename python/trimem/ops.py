@@ -8,6 +8,7 @@ import msgspec
 
 from typing import Any
 
+from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister
 from trimem.records import Episode, FactVersion, KnowledgeDoc
 from trimem.working import Turn
 
@@ -106,6 +107,7 @@ class MemoryState(msgspec.Struct, frozen=True):
     facts: FactsState
     knowledge_sources: list[tuple[str, str | None, str, int]]  # (agent, user, source) → doc id
     working: list[OpWorking] = []  # sessions the caller saved
+    perceptual: bytes | None = None  # PerceptualMemory.state(), when it has been used
 
 
 _encoder = msgspec.msgpack.Encoder()  # one encoder serves ops and snapshot state
@@ -120,7 +122,8 @@ def decode_state(data: bytes) -> MemoryState:
     return _state_decoder.decode(data)
 
 
-Op = OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking | OpTouch
+Op = (OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking | OpTouch
+      | OpPerceptRegister | OpPerceptAdd | OpPerceptDelete)
 
 _decoder = msgspec.msgpack.Decoder(Op)
 

@@ -185,6 +185,24 @@ class PerceptualState(msgspec.Struct, frozen=True):
     modalities: list[Modality]
 
 
+class OpPerceptRegister(msgspec.Struct, tag="percept_register", frozen=True):
+    """A modality was registered (its space, encoder name and width; not the encoder)."""
+
+    modality: Modality
+
+
+class OpPerceptAdd(msgspec.Struct, tag="percept_add", frozen=True):
+    records: list[PerceptRecord]
+    vectors: list[bytes]  # float32, one per record, in its space's width
+
+
+class OpPerceptDelete(msgspec.Struct, tag="percept_delete", frozen=True):
+    ids: list[int]
+
+
+PerceptOp = OpPerceptRegister | OpPerceptAdd | OpPerceptDelete
+
+
 class _Extras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):
     """A record's fields the engine record does not hold (modality is its session, the caption
     its text, the user its namespace)."""
@@ -235,8 +253,12 @@ class PerceptualMemory:
     :meth:`indexes` saved (the same as :meth:`load` on a new instance).
     """
 
-    def __init__(self, *, state: bytes | None = None, indexes: Mapping[str, HybridIndex] | None = None) -> None:
-        self._lock = threading.RLock()
+    def __init__(self, *, state: bytes | None = None, indexes: Mapping[str, HybridIndex] | None = None,
+                 lock: Any = None, commit: Any = None) -> None:
+        # A `Memory` passes its lock and its log: every change is then an op written to the
+        # memory's log first and applied by `apply` (live and on replay alike).
+        self._lock = lock if lock is not None else threading.RLock()
+        self._commit = commit if commit is not None else self.apply
         self._modalities: dict[str, Modality] = {}
         self._encoders: dict[str, Any] = {}  # modality → encoder object (registered this run)
         self._text: dict[str, bool | None] = {}  # modality → are its queries text (None: if str)
@@ -286,9 +308,8 @@ class PerceptualMemory:
                 raise DimensionError(
                     f"space {space!r} holds {index.dim}-d vectors, but encoder {enc_name!r} of "
                     f"{name!r} makes {mod.dim}-d ones")
-            if index is None:
-                self._spaces[space] = HybridIndex(mod.dim, partition_by_namespace=True)
-            self._modalities[name] = mod
+            if old != mod:
+                self._commit(OpPerceptRegister(mod))
             self._encoders[name] = encoder
             self._text[name] = text
         return mod
@@ -422,32 +443,53 @@ class PerceptualMemory:
                     raise InvalidArgumentError(f"modality {name!r} changed while its items were encoded")
             first = self._last_id + 1
             records = [self._record(first + i, d) for i, d in enumerate(drafts)]
-            by_space: dict[str, list[int]] = {}
-            for i, r in enumerate(records):
-                by_space.setdefault(r.space, []).append(i)
-            added: list[tuple[HybridIndex, list[int]]] = []
-            try:
-                for space, rows in by_space.items():
-                    index = self._spaces[space]
-                    recs = [records[i] for i in rows]
-                    vecs = np.stack([vectors[i] for i in rows])
-                    index.add(
-                        ids=np.fromiter((r.id for r in recs), dtype=np.uint64, count=len(recs)),
-                        texts=[r.caption or "" for r in recs],
-                        timestamps=np.fromiter((r.timestamp for r in recs), dtype=np.int64, count=len(recs)),
-                        namespaces=[f"{r.agent_id}/{r.user_id}" for r in recs],
-                        vectors=vecs,
-                        sessions=[r.modality for r in recs],
-                        payloads=[_payload(r) for r in recs],
-                        importance=[r.importance for r in recs],
-                    )
-                    added.append((index, [r.id for r in recs]))
-            except BaseException:
-                for index, ids in added:
-                    index.delete(ids, missing_ok=True)
-                raise
-            self._last_id += len(records)
+            self._commit(OpPerceptAdd(records, [np.ascontiguousarray(vectors[i], np.float32).tobytes()
+                                                for i in range(len(records))]))
         return records
+
+    # -- applying changes (live, or replayed from a memory's log) -------------------------------
+
+    def apply(self, op: PerceptOp) -> None:
+        with self._lock:
+            if isinstance(op, OpPerceptAdd):
+                self._apply_add(op)
+            elif isinstance(op, OpPerceptDelete):
+                for index in self._spaces.values():
+                    index.delete(op.ids, missing_ok=True)
+            else:
+                mod = op.modality
+                if mod.space not in self._spaces:
+                    self._spaces[mod.space] = HybridIndex(mod.dim, partition_by_namespace=True)
+                self._modalities[mod.name] = mod
+
+    def _apply_add(self, op: OpPerceptAdd) -> None:
+        """Adds the records space by space; if one space fails, those added go again."""
+        records = op.records
+        by_space: dict[str, list[int]] = {}
+        for i, r in enumerate(records):
+            by_space.setdefault(r.space, []).append(i)
+        added: list[tuple[HybridIndex, list[int]]] = []
+        try:
+            for space, rows in by_space.items():
+                index = self._spaces[space]
+                recs = [records[i] for i in rows]
+                vecs = np.stack([np.frombuffer(op.vectors[i], dtype=np.float32) for i in rows])
+                index.add(
+                    ids=np.fromiter((r.id for r in recs), dtype=np.uint64, count=len(recs)),
+                    texts=[r.caption or "" for r in recs],
+                    timestamps=np.fromiter((r.timestamp for r in recs), dtype=np.int64, count=len(recs)),
+                    namespaces=[f"{r.agent_id}/{r.user_id}" for r in recs],
+                    vectors=vecs,
+                    sessions=[r.modality for r in recs],
+                    payloads=[_payload(r) for r in recs],
+                    importance=[r.importance for r in recs],
+                )
+                added.append((index, [r.id for r in recs]))
+        except BaseException:
+            for index, ids in added:
+                index.delete(ids, missing_ok=True)
+            raise
+        self._last_id = max(self._last_id, max(r.id for r in records))
 
     def _record(self, rid: int, d: _Draft) -> PerceptRecord:
         return PerceptRecord(id=rid, modality=d.modality, space=self._modalities[d.modality].space,
@@ -556,13 +598,18 @@ class PerceptualMemory:
                 if found is None or found[1].namespace != ns:
                     raise UnknownIdError(f"no perceptual record with id {rid} for user {user_id!r} of agent {agent_id!r}")
                 by_space.setdefault(found[0], []).append(rid)
-            return sum(self._spaces[s].delete(rows, missing_ok=True) for s, rows in by_space.items())
+            if wanted:
+                self._commit(OpPerceptDelete(wanted))
+            return len(wanted)
 
     def forget_user(self, *, user_id: str, agent_id: str = "default") -> int:
         """Deletes every record of the user in every space; returns how many went."""
         ns = episode_namespace(agent_id, user_id)
         with self._lock:
-            return sum(index.delete(index.ids(namespace=ns), missing_ok=True) for index in self._spaces.values())
+            ids = sorted(int(i) for index in self._spaces.values() for i in index.ids(namespace=ns).tolist())
+            if ids:
+                self._commit(OpPerceptDelete(ids))
+            return len(ids)
 
     def __len__(self) -> int:
         return sum(len(index) for index in self._spaces.values())

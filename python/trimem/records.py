@@ -127,6 +127,18 @@ class RecalledKnowledge(msgspec.Struct, frozen=True):
         return self.scored.explain
 
 
+class Placement(msgspec.Struct, frozen=True):
+    """Where `Memory.add` put an item, and why: the layer, the kind (turn, episode, fact,
+    knowledge), its importance, the router's reason, and what was stored (a Turn, an Episode,
+    a FactChange or a KnowledgeDoc)."""
+
+    layer: str
+    kind: str
+    importance: float
+    reason: str
+    item: Any
+
+
 class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):
     """An episode's fields the engine record does not hold. `text_chars` is set when the
     indexed text carries more than the episode's own text (topic, keywords, tool call)."""

@@ -179,6 +179,22 @@ class Facts:
                 return v.value
         return None
 
+    def _as_of_many(self, current: list[Fact], t: int, keys: Iterable[str], *, user_id: str,
+                    agent_id: str) -> list[Fact]:
+        """The facts of `current` and `keys` as they stood at time `t` (a point-in-time recall):
+        each with the value it held then, none that was unset or deleted then."""
+        out: list[Fact] = []
+        for key in dict.fromkeys([*(f.key for f in current), *keys]):
+            history = self._history.get((agent_id, user_id, key), [])
+            held = [v for v in history if v.valid_from <= t]
+            if not held or held[-1].op == "delete" or held[-1].value is None:
+                continue
+            v = held[-1]
+            out.append(Fact(key=key, value=v.value, updated_at=v.valid_from, version=len(held),
+                            history=list(held), source=v.source,
+                            pinned=(agent_id, user_id, key) in self._pinned))
+        return out
+
     def list(self, *, user_id: str, agent_id: str = "default") -> list[Fact]:
         self._scope(user_id, agent_id)
         return sorted((f for (a, u, _), f in self._current.items() if a == agent_id and u == user_id),

@@ -89,6 +89,23 @@ class WorkingMemory:
             return []
         return [t for t in self.recent() if wanted.intersection(tokenize(t.text, stopwords=True))]
 
+    def take_evicted(self) -> list[Turn]:
+        """The turns the capacity bound pushed out since the last call (for consolidation)."""
+        out, self.evicted = self.evicted, []
+        return out
+
+    def take_turns(self) -> list[Turn]:
+        """Removes and returns the live turns (variables stay)."""
+        out = list(self._turns)
+        self._turns.clear()
+        return out
+
+    def expire_older(self, expired: Callable[[Turn], bool]) -> int:
+        """Drops the turns `expired` selects; returns how many went."""
+        before = len(self._turns)
+        self._turns = deque((t for t in self._turns if not expired(t)), maxlen=self.capacity)
+        return before - len(self._turns)
+
     def get(self, name: str, default: Any = None) -> Any:
         return self.vars.get(name, default)
 

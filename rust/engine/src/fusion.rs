@@ -79,6 +79,19 @@ impl FusionParams {
     }
 }
 
+/// 1-based ranks of a leg (best first), equal scores sharing the better rank ("1, 2, 2, 4"):
+/// records a leg cannot tell apart must not be told apart by the fusion, or the order they
+/// happened to come in would outweigh the decay and importance terms.
+fn ranked(leg: &[(f32, u32)]) -> impl Iterator<Item = (u32, f32, u32)> + '_ {
+    let mut rank = 0u32;
+    leg.iter().enumerate().map(move |(i, &(sc, slot))| {
+        if i == 0 || sc != leg[i - 1].0 {
+            rank = i as u32 + 1;
+        }
+        (rank, sc, slot)
+    })
+}
+
 /// Fuses the two ranked legs (best first, as (raw score, slot)) into the top `k` hits, best
 /// first; ties go to the smaller id.
 pub fn fuse(
@@ -90,8 +103,8 @@ pub fn fuse(
 ) -> Vec<Hit> {
     // Legs hold at most a few hundred entries: a sort-and-merge by slot beats hashing.
     let mut tagged: Vec<(u32, bool, u32, f32)> = Vec::with_capacity(bm25.len() + vector.len());
-    tagged.extend(bm25.iter().enumerate().map(|(r, &(sc, slot))| (slot, false, r as u32 + 1, sc)));
-    tagged.extend(vector.iter().enumerate().map(|(r, &(sc, slot))| (slot, true, r as u32 + 1, sc)));
+    tagged.extend(ranked(bm25).map(|(rank, sc, slot)| (slot, false, rank, sc)));
+    tagged.extend(ranked(vector).map(|(rank, sc, slot)| (slot, true, rank, sc)));
     tagged.sort_unstable_by_key(|t| (t.0, t.1));
     let mut hits: Vec<Hit> = Vec::with_capacity(tagged.len());
     for (slot, is_vector, rank, raw) in tagged {
