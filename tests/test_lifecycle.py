@@ -348,3 +348,27 @@ def test_policy_validation() -> None:
         Policy(half_life_days={"working": 1, "episodic": 0, "semantic": 1})
     with pytest.raises(InvalidArgumentError):
         Policy(consolidate_importance=2)
+
+
+def test_memory_graph_follows_episodes_facts_and_forgets(tmp_path) -> None:
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        a = mem.retain("Alice uses PostgreSQL for the billing service", user_id="u")
+        mem.retain("我们用 Redis 做缓存", user_id="u")
+        mem.retain("Bob uses MongoDB", user_id="v")
+        mem.facts.set("editor", "vim", user_id="u")
+        g = mem.graph
+        names = {e.name for e in g.entities(scope="default/u")}
+        assert {"Alice", "PostgreSQL", "Redis", "Vim"} <= names and "Bob" not in names
+        assert ("Alice", "uses", "PostgreSQL") in {(r.subject, r.predicate, r.object) for r in g.relations(scope="default/u")}
+        mem.retain("Alice prefers Grafana dashboards", user_id="u")  # picked up on the next read
+        mem.facts.set("editor", "helix", user_id="u")
+        names = {e.name for e in mem.graph.entities(scope="default/u")}
+        assert "Grafana" in names and "Helix" in {n.title() for n in names} and "Vim" not in names
+        mem.forget([a.id], user_id="u")
+        assert "PostgreSQL" not in {e.name for e in mem.graph.entities(scope="default/u")}
+        mem.checkpoint()
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        names = {e.name for e in mem.graph.entities(scope="default/u")}
+        assert "Grafana" in names and "PostgreSQL" not in names
+        mem.forget(user_id="v", everything=True)
+        assert "default/v" not in mem.graph.scopes()

@@ -145,11 +145,16 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
     items = wm.take_evicted()
     if everything:
         items += wm.take_turns()
+    from trimem.memory import MAX_TEXT_CHARS
+
     threshold = mem.policy.consolidate_importance
-    keep = [t for t in items if t.importance >= threshold]
-    kept = mem.retain_many([dict(text=t.text, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                 role=t.role, timestamp=t.timestamp, importance=t.importance)
-                            for t in keep if t.text.strip()])
+    # Turns were checked when they were added (Memory.add_turn), so they skip retain's
+    # per-item validation: consolidating costs less than retaining the same items.
+    base = dict(agent_id=agent_id, user_id=user_id, session_id=session_id, topic=None, keywords=[], metadata={},
+                tool=None)
+    drafts = [dict(base, text=t.text, timestamp=t.timestamp, role=str(t.role), importance=min(1.0, float(t.importance)))
+              for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
+    kept = mem._retain_drafts(drafts, None)
     return Consolidation(session_id=session_id, kept=kept, expired=len(items) - len(kept))
 
 

@@ -108,6 +108,9 @@ class MemoryState(msgspec.Struct, frozen=True):
     knowledge_sources: list[tuple[str, str | None, str, int]]  # (agent, user, source) → doc id
     working: list[OpWorking] = []  # sessions the caller saved
     perceptual: bytes | None = None  # PerceptualMemory.state(), when it has been used
+    graph: bytes | None = None  # MemoryGraph.encode(), when it has been built
+    graph_cursor: int = 0  # the graph holds episodes up to this id
+    graph_facts: list[tuple[str, str, str, str]] = []  # (agent, user, key, value) the graph holds
 
 
 _encoder = msgspec.msgpack.Encoder()  # one encoder serves ops and snapshot state

@@ -149,20 +149,47 @@ impl DedupIndex {
     /// (newest on ties).
     pub fn candidates(&self, namespace: u32, fp: Fingerprint, p: &DedupParams, live: impl Fn(u32, u64) -> bool) -> Vec<u32> {
         let Some(ns) = self.namespaces.get(&namespace) else { return Vec::new() };
-        let mut found: Vec<(u32, usize, u32)> = ns
-            .recent
-            .iter()
-            .enumerate()
-            .rev()
-            .take(p.scan)
-            .filter_map(|(pos, &(sim, slot))| {
-                let d = (sim ^ fp.sim).count_ones();
-                (d <= p.candidate_bits && live(slot, sim)).then_some((d, usize::MAX - pos, slot))
+        let from = ns.recent.len().saturating_sub(p.scan);
+        let mut near = Vec::new();
+        near_positions(&ns.recent[from..], fp.sim, p.candidate_bits, &mut near);
+        let mut found: Vec<(u32, usize, u32)> = near
+            .into_iter()
+            .filter_map(|(d, pos)| {
+                let (sim, slot) = ns.recent[from + pos];
+                live(slot, sim).then_some((d, usize::MAX - pos, slot))
             })
             .collect();
         found.sort_unstable();
         found.into_iter().map(|(_, _, s)| s).collect()
     }
+}
+
+/// (distance, position) of the entries whose SimHash is within `bits` of `sim`. Every retain
+/// scans up to `scan` entries, so the popcount must be one instruction: x86-64's baseline
+/// lacks it, hence the runtime dispatch.
+fn near_positions(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u32, usize)>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU supports popcnt (checked just above).
+        return unsafe { near_positions_popcnt(entries, sim, bits, out) };
+    }
+    near_positions_portable(entries, sim, bits, out)
+}
+
+#[inline(always)]
+fn near_positions_portable(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u32, usize)>) {
+    for (pos, &(s, _)) in entries.iter().enumerate() {
+        let d = (s ^ sim).count_ones();
+        if d <= bits {
+            out.push((d, pos));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn near_positions_popcnt(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u32, usize)>) {
+    near_positions_portable(entries, sim, bits, out)
 }
 
 #[cfg(test)]
