@@ -6,7 +6,8 @@
 //! A SimHash of a short text (an agent memory is 5–50 tokens) moves many bits when one token
 //! changes, so it only picks candidates (Hamming distance ≤ `candidate_bits`; unrelated texts
 //! sit near 32); the decision is the token-set Jaccard similarity of the candidate and, when
-//! both have vectors, their cosine.
+//! both have vectors, their cosine. Jaccard is read from a 256-bit set sketch kept with each
+//! record (one bit per token hash), so no stored text is ever tokenised again.
 
 use foldhash::HashMap;
 
@@ -19,6 +20,25 @@ pub struct Fingerprint {
     pub exact: u64,
     /// SimHash of the token set.
     pub sim: u64,
+    /// The token set as 256 bits (bit = token hash mod 256).
+    pub set: [u64; 4],
+}
+
+impl Fingerprint {
+    /// Jaccard similarity of two token sets, estimated from their sketches (exact unless two
+    /// tokens share a bit, which for texts of tens of tokens is rare and only raises it a little).
+    pub fn jaccard(&self, other: &Fingerprint) -> f32 {
+        let (mut both, mut any) = (0, 0);
+        for (a, b) in self.set.iter().zip(&other.set) {
+            both += (a & b).count_ones();
+            any += (a | b).count_ones();
+        }
+        if any == 0 {
+            1.0
+        } else {
+            both as f32 / any as f32
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,13 +59,27 @@ impl Default for DedupParams {
     }
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// A stable 64-bit hash of a token: 8 bytes at a time through a multiply-xorshift mixer.
+/// (Fixed here rather than a library's, whose output may change between versions: the
+/// fingerprints are persisted.)
+fn hash_token(bytes: &[u8]) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15 ^ (bytes.len() as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix(h ^ u64::from_le_bytes(c.try_into().expect("8 bytes")));
     }
-    // splitmix64 finaliser: FNV's high bits mix poorly, and SimHash reads all 64.
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        h = mix(h ^ u64::from_le_bytes(buf));
+    }
+    mix(h)
+}
+
+/// splitmix64's finaliser: every input bit moves every output bit (SimHash reads all 64).
+#[inline(always)]
+fn mix(mut h: u64) -> u64 {
     h ^= h >> 30;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     h ^= h >> 27;
@@ -53,52 +87,39 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h ^ (h >> 31)
 }
 
+/// Computed for every record added (its fingerprint is kept for later checks), so it avoids
+/// allocating for texts of up to 256 tokens and counts bits without branches.
 pub fn fingerprint(terms: &[String]) -> Fingerprint {
     let mut exact: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut distinct: Vec<u64> = Vec::with_capacity(terms.len());
-    for t in terms {
-        let h = fnv1a(t.as_bytes());
-        exact = (exact ^ h).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
-        distinct.push(h);
-    }
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut votes = [0i32; 64];
-    for h in &distinct {
-        for (bit, v) in votes.iter_mut().enumerate() {
-            *v += if h >> bit & 1 == 1 { 1 } else { -1 };
-        }
-    }
-    let sim = votes.iter().enumerate().fold(0u64, |acc, (bit, &v)| acc | ((v > 0) as u64) << bit);
-    Fingerprint { exact, sim }
-}
-
-/// Jaccard similarity of two token lists taken as sets.
-pub fn jaccard(a: &[String], b: &[String]) -> f32 {
-    let mut a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let mut b: Vec<&str> = b.iter().map(String::as_str).collect();
-    a.sort_unstable();
-    a.dedup();
-    b.sort_unstable();
-    b.dedup();
-    let (mut i, mut j, mut both) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                both += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    let union = a.len() + b.len() - both;
-    if union == 0 {
-        1.0
+    let mut stack = [0u64; 256];
+    let mut heap = Vec::new();
+    let hashes: &mut [u64] = if terms.len() <= stack.len() {
+        &mut stack[..terms.len()]
     } else {
-        both as f32 / union as f32
+        heap.resize(terms.len(), 0);
+        &mut heap
+    };
+    for (slot, t) in hashes.iter_mut().zip(terms) {
+        let h = hash_token(t.as_bytes());
+        exact = mix(exact ^ h).rotate_left(17);
+        *slot = h;
     }
+    hashes.sort_unstable();
+    let mut ones = [0u32; 64];
+    let mut distinct = 0u32;
+    let mut set = [0u64; 4];
+    for (i, &h) in hashes.iter().enumerate() {
+        if i > 0 && hashes[i - 1] == h {
+            continue;
+        }
+        distinct += 1;
+        set[(h >> 62) as usize] |= 1 << (h >> 56 & 63);
+        for (bit, c) in ones.iter_mut().enumerate() {
+            *c += (h >> bit & 1) as u32;
+        }
+    }
+    let sim = ones.iter().enumerate().fold(0u64, |acc, (bit, &c)| acc | ((2 * c > distinct) as u64) << bit);
+    Fingerprint { exact, sim, set }
 }
 
 /// One namespace's fingerprints: exact hashes, and the recent SimHashes in insertion order
@@ -221,9 +242,11 @@ mod tests {
 
     #[test]
     fn jaccard_by_hand() {
-        assert_eq!(jaccard(&toks("a b c d"), &toks("a b c e")), 3.0 / 5.0);
-        assert_eq!(jaccard(&toks("a a b"), &toks("b a")), 1.0);
-        assert_eq!(jaccard(&toks(""), &toks("")), 1.0);
+        let j = |a: &str, b: &str| fingerprint(&toks(a)).jaccard(&fingerprint(&toks(b)));
+        assert_eq!(j("alpha beta gamma delta", "alpha beta gamma epsilon"), 3.0 / 5.0);
+        assert_eq!(j("alpha alpha beta", "beta alpha"), 1.0);
+        assert_eq!(j("", ""), 1.0);
+        assert_eq!(j("alpha", "beta"), 0.0);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use foldhash::{HashSet, HashSetExt};
 
 use crate::bm25::{Bm25, Bm25Params};
-use crate::dedup::{fingerprint, jaccard, DedupParams, Fingerprint};
+use crate::dedup::{fingerprint, DedupParams, Fingerprint};
 use crate::error::{EngineError, Result};
 use crate::filter::{Filter, Resolved};
 use crate::fusion::{fuse, FusionParams, Hit};
@@ -445,7 +445,7 @@ impl HybridIndex {
         for (row, (r, terms)) in batch.records.iter().zip(&batch.terms).enumerate() {
             let fp = batch.prints[row];
             if let Some(p) = dedup {
-                if let Some(dup) = self.duplicate_of(r, terms, fp, p) {
+                if let Some(dup) = self.duplicate_of(r, fp, p) {
                     let d = dup as usize;
                     self.records.mentions[d] = self.records.mentions[d].saturating_add(1);
                     self.records.last_access[d] = self.records.last_access[d].max(r.timestamp);
@@ -472,8 +472,9 @@ impl HybridIndex {
     /// The record `r` near-duplicates in its namespace: the same normalised text, or a SimHash
     /// candidate whose token sets overlap by `min_jaccard` and, when both have vectors, whose
     /// cosine reaches `min_cosine`.
-    fn duplicate_of(&self, r: &Record, terms: &[String], fp: Fingerprint, p: &DedupParams) -> Option<u32> {
-        let ns = self.records.namespaces.get(&r.namespace)?;
+    fn duplicate_of(&self, r: &Record, fp: Fingerprint, p: &DedupParams) -> Option<u32> {
+        let rec = &self.records;
+        let ns = rec.namespaces.get(&r.namespace)?;
         let cosine_ok = |slot: u32| match (&r.vector, self.hnsw.contains(slot)) {
             (Some(v), true) => {
                 let sim: f32 = v.iter().zip(self.hnsw.vector(slot)).map(|(a, b)| a * b).sum();
@@ -481,19 +482,18 @@ impl HybridIndex {
             }
             _ => true,
         };
-        let stored_terms = |slot: u32| self.tokenizer.tokenize(&self.records.texts[slot as usize]);
-        if let Some(slot) = self.records.dedup.exact(ns, fp) {
-            // A 64-bit hash can collide (or be made to): confirm on the tokens.
-            if self.records.alive[slot as usize] && stored_terms(slot) == terms && cosine_ok(slot) {
+        if let Some(slot) = rec.dedup.exact(ns, fp) {
+            // A 64-bit hash can collide (or be made to): the token sets must agree too.
+            let stored = &rec.prints[slot as usize];
+            if rec.alive[slot as usize] && stored.exact == fp.exact && stored.set == fp.set && cosine_ok(slot) {
                 return Some(slot);
             }
         }
-        let rec = &self.records;
         let live = |s: u32, sim: u64| rec.alive[s as usize] && rec.namespace[s as usize] == ns && rec.prints[s as usize].sim == sim;
         rec.dedup
             .candidates(ns, fp, p, live)
             .into_iter()
-            .find(|&slot| jaccard(terms, &stored_terms(slot)) >= p.min_jaccard && cosine_ok(slot))
+            .find(|&slot| rec.prints[slot as usize].jaccard(&fp) >= p.min_jaccard && cosine_ok(slot))
     }
 
     /// Counts a use of each record (a recall returned it): one more access, last use at `at`

@@ -320,6 +320,8 @@ impl Records {
         let (exact, sim): (Vec<u64>, Vec<u64>) = self.prints.iter().map(|p| (p.exact, p.sim)).unzip();
         e.array(&exact);
         e.array(&sim);
+        let sets: Vec<u64> = self.prints.iter().flat_map(|p| p.set).collect();
+        e.array(&sets);
         let alive: Vec<u8> = self.alive.iter().map(|&a| a as u8).collect();
         e.array(&alive);
         for (t, p) in self.texts.iter().zip(&self.payloads) {
@@ -340,14 +342,16 @@ impl Records {
         let namespace: Vec<u32> = d.array()?;
         let session: Vec<u32> = d.array()?;
         let importance: Vec<f32> = d.array()?;
-        let (accesses, mentions, last_access, exact, sim): (Vec<u32>, Vec<u32>, Vec<i64>, Vec<u64>, Vec<u64>) = if version >= 2 {
-            (d.array()?, d.array()?, d.array()?, d.array()?, d.array()?)
-        } else {
-            (vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; n])
-        };
+        #[allow(clippy::type_complexity)]
+        let (accesses, mentions, last_access, exact, sim, sets): (Vec<u32>, Vec<u32>, Vec<i64>, Vec<u64>, Vec<u64>, Vec<u64>) =
+            if version >= 2 {
+                (d.array()?, d.array()?, d.array()?, d.array()?, d.array()?, d.array()?)
+            } else {
+                (vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; 4 * n])
+            };
         let alive_raw: Vec<u8> = d.array()?;
         if [timestamps.len(), namespace.len(), session.len(), importance.len(), alive_raw.len(), accesses.len(),
-            mentions.len(), last_access.len(), exact.len(), sim.len()]
+            mentions.len(), last_access.len(), exact.len(), sim.len(), sets.len() / 4]
             .iter()
             .any(|&l| l != n)
         {
@@ -379,7 +383,15 @@ impl Records {
         }
         let namespaces = Names::decode(d, &namespace, &alive)?;
         let sessions = Names::decode(d, &session, &alive)?;
-        let prints: Vec<Fingerprint> = exact.into_iter().zip(sim).map(|(exact, sim)| Fingerprint { exact, sim }).collect();
+        if sets.len() % 4 != 0 {
+            return Err(d.error("record columns differ in length"));
+        }
+        let prints: Vec<Fingerprint> = exact
+            .into_iter()
+            .zip(sim)
+            .zip(sets.chunks_exact(4))
+            .map(|((exact, sim), set)| Fingerprint { exact, sim, set: set.try_into().expect("4 words") })
+            .collect();
         let mut dedup = DedupIndex::default();
         let mut slot_of = HashMap::with_capacity(n - free.len());
         let mut by_namespace_time = Vec::with_capacity(n);
