@@ -372,3 +372,16 @@ def test_memory_graph_follows_episodes_facts_and_forgets(tmp_path) -> None:
         assert "Grafana" in names and "PostgreSQL" not in names
         mem.forget(user_id="v", everything=True)
         assert "default/v" not in mem.graph.scopes()
+
+
+def test_lifecycle_benchmark_runs_and_reports_ratios() -> None:
+    """The benchmark behind the issue's cost targets runs (tiny sizes; no time is asserted)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benches" / "lifecycle_perf.py"
+    out = subprocess.run([sys.executable, str(script), "--n", "2000", "--rounds", "1"], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("-> ratio") == 5
