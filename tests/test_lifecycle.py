@@ -385,3 +385,36 @@ def test_lifecycle_benchmark_runs_and_reports_ratios() -> None:
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("-> ratio") == 5
+
+
+def test_bad_input_to_the_lifecycle_api_is_refused_and_changes_nothing(tmp_path) -> None:
+    from trimem.errors import InvalidNameError, TrimemError
+
+    mem = Memory(embedder=None)
+    mem.retain("keep me", user_id="u")
+    before = mem.stats()["episodes"]
+    bad_calls = [
+        lambda: mem.add("", user_id="u"),
+        lambda: mem.add("   ", user_id="u"),
+        lambda: mem.add(42, user_id="u"),  # type: ignore[arg-type]
+        lambda: mem.add("x" * 100_001, user_id="u"),
+        lambda: mem.add("fine", user_id="a/b"),
+        lambda: mem.add("fine", user_id="u", context={"layer": "attic"}),
+        lambda: mem.add_turn("s", "user", "", user_id="u"),
+        lambda: mem.add_turn("s", "user", "fine", user_id="u", importance=1.5),
+        lambda: mem.consolidate("s", user_id="bad/user"),
+        lambda: mem.forget_expired(user_id="bad/user"),
+        lambda: mem.share(from_agent="a", to_agent="b", user_id="u", decay=2.0),
+        lambda: mem.share(from_agent="a/x", to_agent="b", user_id="u"),
+        lambda: mem.recall("q", user_id="u", rerank_depth=0),
+        lambda: mem.stats(user_id="bad/user"),
+    ]
+    for call in bad_calls:
+        with pytest.raises((TrimemError, InvalidNameError, InvalidArgumentError)):
+            call()
+    assert mem.stats()["episodes"] == before and len(mem.working("s")) == 0
+    with pytest.raises(OSError):
+        mem.import_from(tmp_path / "missing.tmx")
+    with pytest.raises(OSError):
+        mem.export(tmp_path / "no" / "such" / "folder" / "x.tmx")
+    assert not list(tmp_path.iterdir())
