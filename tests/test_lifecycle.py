@@ -146,15 +146,22 @@ def test_forget_expired_applies_retention_per_layer(tmp_path) -> None:
         fresh = mem.retain("new note", user_id="u", timestamp=NOW - DAY, importance=0.0)
         doc = mem.knowledge.add("Holiday policy 2024", timestamp=NOW - 400 * DAY)
         mem.add_turn("s", "user", "scratch", user_id="u", importance=0.0, timestamp=NOW - 3 * DAY)
+        mem.facts.set("old_laptop", "thinkpad", user_id="u", at=NOW - 800 * DAY)  # lives 365·2 days
+        mem.facts.set("os", "linux", user_id="u", at=NOW - 800 * DAY)
+        mem.facts.pin("os", user_id="u")  # pinned: stays
+        mem.facts.set("editor", "vim", user_id="u", at=NOW - 100 * DAY)
         gone = mem.forget_expired(now=NOW)
-        assert gone == {"episodes": 1, "knowledge": 1, "working": 1}
+        assert gone == {"episodes": 1, "knowledge": 1, "facts": 1, "working": 1}
+        assert mem.facts.get("old_laptop", user_id="u") is None and mem.facts.history("old_laptop", user_id="u") == []
+        assert mem.facts.get("os", user_id="u") is not None and mem.facts.get("editor", user_id="u") is not None
         ids = {e.id for e in mem.episodes(user_id="u")}
         assert stale.id not in ids and {kept_important.id, used.id, fresh.id} <= ids
         with pytest.raises(UnknownIdError):
             mem.knowledge.get(doc.id)
-        assert mem.forget_expired(now=NOW) == {"episodes": 0, "knowledge": 0, "working": 0}
+        assert mem.forget_expired(now=NOW) == {"episodes": 0, "knowledge": 0, "facts": 0, "working": 0}
     with Memory(tmp_path / "m", embedder=None) as mem:
         assert stale.id not in {e.id for e in mem.episodes(user_id="u")}
+        assert mem.facts.history("old_laptop", user_id="u") == []
 
 
 @pytest.mark.parametrize("text,layer,kind", [

@@ -161,7 +161,8 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
 def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str) -> dict[str, int]:
     """Applies the retention policy through the hard-delete path of `forget`: episodes and
     knowledge documents whose lifetime (from their last use, longer for important or
-    reinforced ones) ran out, and working turns past the working retention."""
+    reinforced ones) ran out, facts not set for the semantic lifetime (pinned facts stay; a
+    fact counts as of middling importance, 0.5), and working turns past the working retention."""
     from trimem.ops import OpForget
     from trimem.scope import check_id, knowledge_namespace
 
@@ -176,10 +177,14 @@ def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str)
     for ns in spaces:
         cols = mem._knowledge_index.columns(namespace=ns)
         knowledge_ids += policy.expired(cols, "semantic", now).tolist()
-    if episode_ids or knowledge_ids:
-        mem._commit(OpForget(episode_ids=sorted(episode_ids), knowledge_ids=sorted(knowledge_ids)))
+    fact_life = policy.lifetime_days("semantic", importance=0.5) * DAY_US
+    facts = sorted(fk for fk, f in mem.facts._current.items()
+                   if (user_id is None or fk[:2] == (agent_id, user_id)) and fk not in mem.facts._pinned
+                   and now - f.updated_at > fact_life)
+    if episode_ids or knowledge_ids or facts:
+        mem._commit(OpForget(episode_ids=sorted(episode_ids), knowledge_ids=sorted(knowledge_ids), facts=facts))
     turns = 0
     for wm in list(mem._working.values()):
         turns += wm.expire_older(lambda t: now - t.timestamp > policy.lifetime_days(
             "working", importance=t.importance) * DAY_US)
-    return {"episodes": len(episode_ids), "knowledge": len(knowledge_ids), "working": turns}
+    return {"episodes": len(episode_ids), "knowledge": len(knowledge_ids), "facts": len(facts), "working": turns}

@@ -706,6 +706,7 @@ class Memory:
                 self._graph.clear(scope=f"{a}/{u}")
         self.knowledge._drop(op.knowledge_ids)
         self.facts._forget_sources(op.episode_ids)
+        self.facts._remove_keys(op.facts)
         for agent_id, user_id in op.users:
             self.facts._remove_user(agent_id, user_id)
             self._cursors.pop((agent_id, user_id), None)
@@ -756,9 +757,9 @@ class Memory:
         check_id("user_id", user_id)
         text = self._check_text(text)
         if importance is None:
-            from trimem.router import RuleRouter
+            from trimem.router import route
 
-            importance = RuleRouter()(text).importance
+            importance = route(text).importance  # the rules' estimate (one shared router)
         elif not (isinstance(importance, (int, float)) and 0.0 <= importance <= 1.0):
             raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
         wm = self.working(session_id)

@@ -59,6 +59,7 @@ class OpForget(msgspec.Struct, tag="forget", frozen=True):
     episode_ids: list[int] = []
     knowledge_ids: list[int] = []
     users: list[tuple[str, str]] = []  # (agent_id, user_id) whose facts, history and cursor go too
+    facts: list[tuple[str, str, str]] = []  # (agent_id, user_id, key): one fact with its history
 
 
 class OpTouch(msgspec.Struct, tag="touch", frozen=True):

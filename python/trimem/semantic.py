@@ -258,6 +258,13 @@ class Facts:
                     self._current[fk] = msgspec.structs.replace(
                         fact, history=list(versions), source=[i for i in fact.source if i not in gone])
 
+    def _remove_keys(self, keys: Iterable[tuple[str, str, str]]) -> None:
+        """Hard-deletes facts with their history (retention ran out)."""
+        for fk in keys:
+            self._current.pop(fk, None)
+            self._history.pop(fk, None)
+            self._pinned.discard(fk)
+
     def _remove_user(self, agent_id: str, user_id: str) -> None:
         for store in (self._current, self._history):
             for fk in [fk for fk in store if fk[0] == agent_id and fk[1] == user_id]:
