@@ -82,8 +82,8 @@ def _print_bundle(mem: Memory, question: str) -> None:
     for r in b.episodes:
         e, s = r.episode, r.scored
         print(f"  episode  {e.text[:70]!r}  score={s.score:.4f} bm25={s.bm25 or 0:.2f} cos={s.cosine or 0:.2f}")
-    for r in b.knowledge:
-        print(f"  knowledge [{r.doc.source}] {r.doc.text[:60]!r}")
+    for k in b.knowledge:
+        print(f"  knowledge [{k.doc.source}] {k.doc.text[:60]!r}")
     print("  timings (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in b.timings.items()))
     print("  --- rendered context (max 200 tokens) ---")
     for line in b.render(max_tokens=200).splitlines():

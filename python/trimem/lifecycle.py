@@ -150,7 +150,7 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
     threshold = mem.policy.consolidate_importance
     # Turns were checked when they were added (Memory.add_turn), so they skip retain's
     # per-item validation: consolidating costs less than retaining the same items.
-    base = dict(agent_id=agent_id, user_id=user_id, session_id=session_id, topic=None, keywords=[], metadata={},
+    base: dict[str, Any] = dict(agent_id=agent_id, user_id=user_id, session_id=session_id, topic=None, keywords=[], metadata={},
                 tool=None)
     drafts = [dict(base, text=t.text, timestamp=t.timestamp, role=str(t.role), importance=min(1.0, float(t.importance)))
               for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]

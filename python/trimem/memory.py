@@ -147,7 +147,7 @@ class Memory:
         self._working: dict[str, WorkingMemory] = {}
         self._saved_working: dict[str, OpWorking] = {}  # sessions the caller persisted
         self._last_id = 0
-        self._duplicates = {}  # episode id → the episode it duplicated, of the retain in progress
+        self._duplicates: dict[int, int] = {}  # episode id → the episode it duplicated (retain in progress)
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
         self._reflector: Reflector | None = None
@@ -568,7 +568,7 @@ class Memory:
                 OpRetain(episodes=episodes[at:at + MAX_BATCH],
                          vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes(), dedup=dedup)
                 for at in range(0, len(episodes), MAX_BATCH)]
-            self._duplicates: dict[int, int] = {}
+            self._duplicates = {}
             try:
                 self._commit_many(ops)
             except BaseException:

@@ -16,6 +16,7 @@ index so that policies and anecdotes never crowd each other out.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -187,9 +188,9 @@ class Facts:
         for key in dict.fromkeys([*(f.key for f in current), *keys]):
             history = self._history.get((agent_id, user_id, key), [])
             held = [v for v in history if v.valid_from <= t]
-            if not held or held[-1].op == "delete" or held[-1].value is None:
+            v = held[-1] if held else None
+            if v is None or v.op == "delete" or v.value is None:
                 continue
-            v = held[-1]
             out.append(Fact(key=key, value=v.value, updated_at=v.valid_from, version=len(held),
                             history=list(held), source=v.source,
                             pinned=(agent_id, user_id, key) in self._pinned))
@@ -200,10 +201,10 @@ class Facts:
         return sorted((f for (a, u, _), f in self._current.items() if a == agent_id and u == user_id),
                       key=lambda f: f.key)
 
-    def pinned(self, *, user_id: str, agent_id: str = "default") -> list[Fact]:
+    def pinned(self, *, user_id: str, agent_id: str = "default") -> builtins.list[Fact]:
         return [f for f in self.list(user_id=user_id, agent_id=agent_id) if f.pinned]
 
-    def aliases(self) -> dict[str, list[str]]:
+    def aliases(self) -> dict[str, builtins.list[str]]:
         """Word → keys, including each known key's own name (with spaces for underscores).
         Recall reads this on every call, so it is cached until a key or an alias is added."""
         if self._alias_view is None:

@@ -13,7 +13,7 @@ function-calling schemas; `execute` validates arguments against them before disp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, TYPE_CHECKING, cast
 
 from trimem.errors import InvalidArgumentError, UnknownIdError
 
@@ -65,7 +65,7 @@ def _validate(name: str, args: dict[str, Any]) -> None:
         want = props[key]["type"]
         if not isinstance(value, _TYPES[want]) or isinstance(value, bool):
             raise InvalidArgumentError(f"{name}: argument {key!r} must be {want}, got {type(value).__name__}")
-        if want == "array" and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if want == "array" and not all(isinstance(v, int) and not isinstance(v, bool) for v in cast(list[Any], value)):
             raise InvalidArgumentError(f"{name}: {key!r} must be a list of integers")
         if want == "integer" and not props[key].get("minimum", value) <= value <= props[key].get("maximum", value):
             raise InvalidArgumentError(f"{name}: {key!r}={value} is out of range")

@@ -106,8 +106,9 @@ def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_
             importance=round(min(1.0, effective[e.id] * decay), 6),
             metadata={**e.metadata, "shared_from": {"agent_id": from_agent, "episode_id": e.id, "at": now}}))
         vectors.append(r.vector)
-    if mem.embedder is not None and all(v is not None for v in vectors):
-        return mem.retain_many(items, vectors=np.stack(vectors).astype(np.float32))
+    present = [v for v in vectors if v is not None]
+    if mem.embedder is not None and len(present) == len(vectors):
+        return mem.retain_many(items, vectors=np.stack(present).astype(np.float32))
     return mem.retain_many(items)
 
 
