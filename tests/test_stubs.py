@@ -17,3 +17,17 @@ def test_stubs_match_compiled_module(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Success" in out.stdout
+
+
+def test_package_type_checks(tmp_path: Path) -> None:
+    """The Python package type-checks against the stubs (they are what users' checkers see)."""
+    package = Path(__file__).resolve().parents[1] / "python" / "trimem"
+    env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", str(package), "--ignore-missing-imports", "--config-file", "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
