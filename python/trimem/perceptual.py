@@ -296,13 +296,8 @@ class PerceptualMemory:
         mod = Modality(name=name, space=space, encoder=enc_name, dim=int(dim))
         with self._lock:
             old = self._modalities.get(name)
-            if old is not None and old.space != space:
-                raise InvalidArgumentError(
-                    f"modality {name!r} is in space {old.space!r}; it cannot move to {space!r}")
-            if old is not None and (old.encoder, old.dim) != (mod.encoder, mod.dim):
-                raise EmbedderMismatchError(
-                    f"modality {name!r} was registered with encoder {old.encoder!r} (dim {old.dim}), "
-                    f"not {mod.encoder!r} (dim {mod.dim}); vectors of two models do not mix")
+            if old is not None:
+                _check_same_model(old, mod, known_as="registered")
             index = self._spaces.get(space)
             if index is not None and index.dim != mod.dim:
                 raise DimensionError(
@@ -592,12 +587,10 @@ class PerceptualMemory:
         ns = episode_namespace(agent_id, user_id)
         wanted = sorted(set(_check_ids(ids)))
         with self._lock:
-            by_space: dict[str, list[int]] = {}
-            for rid in wanted:
+            for rid in wanted:  # all are checked before anything is deleted
                 found = self._find(rid)
                 if found is None or found[1].namespace != ns:
                     raise UnknownIdError(f"no perceptual record with id {rid} for user {user_id!r} of agent {agent_id!r}")
-                by_space.setdefault(found[0], []).append(rid)
             if wanted:
                 self._commit(OpPerceptDelete(wanted))
             return len(wanted)
@@ -670,13 +663,8 @@ class PerceptualMemory:
             modalities = {m.name: m for m in st.modalities}
             for name, mine in self._modalities.items():
                 saved = modalities.get(name)
-                if saved is not None and saved.space != mine.space:
-                    raise InvalidArgumentError(
-                        f"modality {name!r} is registered in space {mine.space!r}, but the store has it in {saved.space!r}")
-                if saved is not None and (saved.encoder, saved.dim) != (mine.encoder, mine.dim):
-                    raise EmbedderMismatchError(
-                        f"the store's modality {name!r} was built with encoder {saved.encoder!r} (dim {saved.dim}), "
-                        f"but {mine.encoder!r} (dim {mine.dim}) is registered")
+                if saved is not None:
+                    _check_same_model(saved, mine, known_as="in the store")
                 if saved is None and mine.space in spaces and spaces[mine.space].dim != mine.dim:
                     raise DimensionError(
                         f"the store's space {mine.space!r} holds {spaces[mine.space].dim}-d vectors, but "
@@ -686,6 +674,18 @@ class PerceptualMemory:
             self._spaces = dict(sorted(merged_spaces.items()))
             self._modalities = merged
             self._last_id = max(self._last_id, st.last_id)
+
+
+def _check_same_model(known: Modality, new: Modality, *, known_as: str) -> None:
+    """A modality keeps its space and its encoder (name and width) for good: vectors of two
+    models, or of one model in two spaces, must never meet in one index."""
+    if known.space != new.space:
+        raise InvalidArgumentError(
+            f"modality {known.name!r} is in space {known.space!r} ({known_as}); it cannot move to {new.space!r}")
+    if (known.encoder, known.dim) != (new.encoder, new.dim):
+        raise EmbedderMismatchError(
+            f"modality {known.name!r} was {known_as} with encoder {known.encoder!r} (dim {known.dim}), "
+            f"not {new.encoder!r} (dim {new.dim}); vectors of two models do not mix")
 
 
 def _payload(r: PerceptRecord) -> bytes:

@@ -119,10 +119,15 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))]
 
 
-def _fuse(legs: Sequence[np.ndarray], rrf_k: float = peers.RRF_K) -> dict[int, float]:
+def _fuse(legs: Sequence[tuple[np.ndarray, np.ndarray]], rrf_k: float = peers.RRF_K) -> dict[int, float]:
+    """RRF of (ids best first, score per id) legs, equal scores sharing the better rank
+    (1, 2, 2, 4) as the engine ranks them."""
     fused: dict[int, float] = {}
-    for leg in legs:
-        for rank, doc in enumerate(leg.tolist(), 1):
+    for leg, score in legs:
+        rank, prev = 0, None
+        for pos, doc in enumerate(leg.tolist(), 1):
+            if score[doc] != prev:
+                rank, prev = pos, score[doc]
             fused[doc] = fused.get(doc, 0.0) + 1.0 / (rrf_k + rank)
     return fused
 
@@ -193,7 +198,8 @@ def _evaluate(ds: Dataset, windows: list[tuple[int, int]], doc_tokens: list[list
                 ("bm25", False): (bm_top[:k], bm.__getitem__, 1e-4),
                 ("bm25", True): (bm_top_w[:k], bm_w.__getitem__, 1e-4),
             }
-            for filtered, legs in ((False, (bm_top, vec_top)), (True, (bm_top_w, vec_top_w))):
+            for filtered, legs in ((False, ((bm_top, bm), (vec_top, sims))),
+                                   (True, ((bm_top_w, bm_w), (vec_top_w, sims_w)))):
                 fused = _fuse(legs)
                 order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
                 truth[("hybrid", filtered)] = (
