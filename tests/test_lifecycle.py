@@ -425,3 +425,29 @@ def test_bad_input_to_the_lifecycle_api_is_refused_and_changes_nothing(tmp_path)
     with pytest.raises(OSError):
         mem.export(tmp_path / "no" / "such" / "folder" / "x.tmx")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["disk_full", "short_write", "sync_fails"])
+@pytest.mark.parametrize("write", ["retain", "fact"])
+def test_use_counts_survive_a_failed_write(tmp_path, kind: str, write: str) -> None:
+    """Pending use counts ride on the next write; when that write fails they are kept for the
+    one after (a failed write must not lose what the memory acknowledged before it)."""
+    from trimem.errors import StoreIOError
+
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        e = mem.retain("the release train leaves on thursdays", user_id="u")
+        mem.recall("release train", user_id="u")  # one use, pending for the log
+        mem._store.inject_fault(kind)
+        with pytest.raises(StoreIOError):
+            if write == "retain":
+                mem.retain("another note about lunch", user_id="u")
+            else:
+                mem.facts.set("city", "Faro", user_id="u")
+        mem._store.clear_faults()
+        assert mem.search("release train", user_id="u")[0].explain["accesses"] == 1
+        mem.facts.set("editor", "vim", user_id="u")  # carries the pending count to the log
+        assert mem._touched == ([], [])
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        hit = mem.search("release train", user_id="u")[0]
+        assert hit.episode.id == e.id and hit.explain["accesses"] == 1
+        assert mem.facts.get("city", user_id="u") is None
