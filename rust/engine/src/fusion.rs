@@ -110,7 +110,6 @@ pub fn fuse(
     for (slot, is_vector, rank, raw) in tagged {
         if hits.last().is_none_or(|h| h.slot != slot) {
             let s = slot as usize;
-            let (accesses, mentions) = (records.accesses[s], records.mentions[s]);
             hits.push(Hit {
                 id: records.ids[s],
                 slot,
@@ -118,11 +117,11 @@ pub fn fuse(
                 bm25: None,
                 vector: None,
                 decay: 1.0,
-                importance: p.effective_importance(records.importance[s], accesses.saturating_add(mentions)),
+                importance: records.importance[s],
                 base_importance: records.importance[s],
-                accesses,
-                mentions,
-                last_access: records.last_access[s],
+                accesses: 0,
+                mentions: 0,
+                last_access: 0,
                 timestamp: records.timestamps[s],
             });
         }
@@ -135,7 +134,18 @@ pub fn fuse(
             h.bm25 = Some((rank, raw));
         }
     }
+    // Use counts are three more scattered reads per candidate: read them for every candidate
+    // only when they move the ranking, else just for the hits returned.
+    let fill_usage = |h: &mut Hit| {
+        let s = h.slot as usize;
+        (h.accesses, h.mentions, h.last_access) = (records.accesses[s], records.mentions[s], records.last_access[s]);
+        h.importance = p.effective_importance(h.base_importance, h.accesses.saturating_add(h.mentions));
+    };
+    let ranking_uses = p.importance_weight != 0.0 || (p.half_life.is_some() && p.decay_from_use);
     for h in &mut hits {
+        if ranking_uses {
+            fill_usage(h);
+        }
         if let Some(half_life) = p.half_life {
             let since = if p.decay_from_use { h.timestamp.max(h.last_access) } else { h.timestamp };
             let age = (p.now.saturating_sub(since)).max(0) as f64;
@@ -146,5 +156,8 @@ pub fn fuse(
     }
     hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
     hits.truncate(k);
+    if !ranking_uses {
+        hits.iter_mut().for_each(fill_usage);
+    }
     hits
 }
