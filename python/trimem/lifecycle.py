@@ -81,9 +81,17 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     def effective_importance(self, base: float, uses: int) -> float:
         """Base importance grown by use (the same function the engine applies in search)."""
-        if base >= 1.0:
-            return base
-        return round(min(1.0, base + min(self.reinforce_cap, self.reinforce_step * uses)), 6)
+        return round(float(self.effective(np.float64(base), np.float64(uses))), 6)
+
+    def effective(self, base: np.ndarray, uses: np.ndarray) -> np.ndarray:
+        """`effective_importance` over whole columns (an importance set at or above 1 is kept)."""
+        grown = np.minimum(1.0, base + np.minimum(self.reinforce_cap, self.reinforce_step * uses))
+        return np.where(base >= 1.0, base, grown)
+
+    def effective_of(self, columns: dict[str, np.ndarray]) -> np.ndarray:
+        """Effective importance of the records of `HybridIndex.columns`."""
+        uses = columns["accesses"].astype(np.float64) + columns["mentions"]
+        return self.effective(columns["importance"].astype(np.float64), uses)
 
     def lifetime_days(self, layer: str, *, importance: float) -> float:
         return self.retention_days[_layer(layer)] * (1.0 + self.life_boost * importance)
@@ -97,18 +105,15 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     def expired(self, columns: dict[str, np.ndarray], layer: str, now: int) -> np.ndarray:
         """Ids (from `HybridIndex.columns`) whose lifetime ran out by `now`: age counts from
         the last use (or the timestamp if never used), lifetime grows with effective importance."""
-        uses = columns["accesses"].astype(np.float64) + columns["mentions"]
-        base = columns["importance"].astype(np.float64)
-        eff = np.where(base >= 1.0, base, np.minimum(1.0, base + np.minimum(self.reinforce_cap, self.reinforce_step * uses)))
         since = np.maximum(columns["timestamps"], columns["last_access"])
-        lifetime = self.retention_days[_layer(layer)] * DAY_US * (1.0 + self.life_boost * eff)
+        lifetime = self.retention_days[_layer(layer)] * DAY_US * (1.0 + self.life_boost * self.effective_of(columns))
         return columns["ids"][(now - since) > lifetime]
 
 
 def explain(*, score: float, decay: float, importance: float, accesses: int, mentions: int,
-            policy: Policy, decay_on: bool = True) -> dict[str, Any]:
+            policy: Policy) -> dict[str, Any]:
     """Each term of a hit's score: fused relevance, the decay term and the importance term."""
-    decay_term = policy.decay_weight * decay if decay_on else 0.0
+    decay_term = policy.decay_weight * decay
     importance_term = policy.importance_weight * importance
     r = lambda x: round(float(x), 6)  # noqa: E731
     return {"score": r(score), "relevance": r(score - decay_term - importance_term), "decay": r(decay),
@@ -164,19 +169,14 @@ def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str)
     reinforced ones) ran out, facts not set for the semantic lifetime (pinned facts stay; a
     fact counts as of middling importance, 0.5), and working turns past the working retention."""
     from trimem.ops import OpForget
-    from trimem.scope import check_id, knowledge_namespace
+    from trimem.scope import check_id, episode_namespace, knowledge_namespace
 
     policy = mem.policy
-    users = [(agent_id, check_id("user_id", user_id))] if user_id is not None else sorted(mem._user_last)
-    episode_ids: list[int] = []
-    for a, u in users:
-        cols = mem._episode_index.columns(namespace=f"{a}/{u}")
-        episode_ids += policy.expired(cols, "episodic", now).tolist()
-    spaces = [knowledge_namespace(agent_id, user_id)] if user_id is not None else [None]
-    knowledge_ids: list[int] = []
-    for ns in spaces:
-        cols = mem._knowledge_index.columns(namespace=ns)
-        knowledge_ids += policy.expired(cols, "semantic", now).tolist()
+    # One pass over the columns of the user's records (or everyone's): the policy is vectorised.
+    mine = None if user_id is None else episode_namespace(agent_id, check_id("user_id", user_id))
+    episode_ids = policy.expired(mem._episode_index.columns(namespace=mine), "episodic", now).tolist()
+    private = None if user_id is None else knowledge_namespace(agent_id, user_id)
+    knowledge_ids = policy.expired(mem._knowledge_index.columns(namespace=private), "semantic", now).tolist()
     fact_life = policy.lifetime_days("semantic", importance=0.5) * DAY_US
     facts = sorted(fk for fk, f in mem.facts._current.items()
                    if (user_id is None or fk[:2] == (agent_id, user_id)) and fk not in mem.facts._pinned

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import logging
 import math
 import os
@@ -147,7 +148,6 @@ class Memory:
         self._working: dict[str, WorkingMemory] = {}
         self._saved_working: dict[str, OpWorking] = {}  # sessions the caller persisted
         self._last_id = 0
-        self._duplicates: dict[int, int] = {}  # episode id → the episode it duplicated (retain in progress)
         self.facts = Facts(self)
         self.knowledge = KnowledgeBase(self)
         self._reflector: Reflector | None = None
@@ -256,22 +256,16 @@ class Memory:
         """Writes `op` to the log (when there is one), then applies it."""
         self._commit_many([op])
 
-    def _commit_many(self, ops: list[Op]) -> None:
+    def _commit_many(self, ops: list[Op]) -> dict[int, int]:
         """Writes ops in one log write (one fsync; if it fails, none is written), then applies
-        them."""
+        them. Returns, for retained episodes that duplicated one already stored, that one's id."""
         with self._lock:
             if self._store is not None and ops and all(isinstance(op, OpRetain) for op in ops):
-                self._commit_retains(ops)
+                duplicates = self._commit_retains(ops)
             else:
                 if self._store is not None:
-                    touches = self._take_touches()
-                    try:
-                        self._store.append_many(touches + [encode_op(op) for op in ops])
-                    except BaseException:
-                        self._restore_touches(touches)
-                        raise
-                for op in ops:
-                    self._apply(op)
+                    self._log(ops)
+                duplicates = self._apply_all(ops)
             if self._store is not None and self._store.log_bytes >= self.checkpoint_bytes:
                 try:
                     self.checkpoint()
@@ -279,32 +273,56 @@ class Memory:
                     # The write itself is in the log and applied: report the checkpoint, not the
                     # write. (If the store can no longer take writes, the next write says so.)
                     log.warning("automatic checkpoint failed, the log keeps growing: %s", e)
+            return duplicates
 
-    def _commit_retains(self, ops: list[Op]) -> None:
+    def _apply_all(self, ops: list[Op]) -> dict[int, int]:
+        duplicates: dict[int, int] = {}
+        for op in ops:
+            if isinstance(op, OpRetain):
+                duplicates.update(self._apply_retain(op))
+            else:
+                self._apply(op)
+        return duplicates
+
+    def _log(self, ops: list[Op], *, deferred: bool = False) -> tuple[int | None, OpTouch | None]:
+        """Writes the pending use counts and `ops` in one log write (with `deferred`, handed to
+        the fsync thread: returns its ticket). Returns the counts it took; if the write fails
+        they stay pending for the next one."""
+        assert self._store is not None
+        touch = self._take_touches()
+        payloads = ([] if touch is None else [encode_op(touch)]) + [encode_op(op) for op in ops]
+        try:
+            if deferred:
+                return self._store.append_deferred(payloads), touch
+            if payloads:
+                self._store.append_many(payloads)
+            return None, touch
+        except BaseException:
+            self._restore_touches(touch)
+            raise
+
+    def _commit_retains(self, ops: list[Op]) -> dict[int, int]:
         """Retains are written to the log, then indexed while the store's fsync thread syncs
         them (indexing and fsync take about as long, so a durable retain costs one, not both).
         The call returns once the log is durable; if the fsync fails the log no longer holds
         them, and they are taken back out of the index before the error is raised."""
         assert self._store is not None
-        touches = self._take_touches()
-        try:
-            ticket = self._store.append_deferred(touches + [encode_op(op) for op in ops])
-        except BaseException:
-            self._restore_touches(touches)
-            raise
+        ticket, touch = self._log(ops, deferred=True)
+        assert ticket is not None
         users = {(e.agent_id, e.user_id) for op in ops if isinstance(op, OpRetain) for e in op.episodes}
         last = {u: self._user_last.get(u) for u in users}  # only what an undo must restore
         added: list[int] = []
+        duplicates: dict[int, int] = {}
         try:
             for op in ops:
                 assert isinstance(op, OpRetain)
-                self._apply(op)
+                duplicates.update(self._apply_retain(op))
                 added.extend(e.id for e in op.episodes)
         finally:
             try:
                 self._store.settle_deferred(ticket)
             except BaseException:
-                self._restore_touches(touches)
+                self._restore_touches(touch)
                 self._episode_index.delete(added, missing_ok=True)
                 for u, i in last.items():
                     if i is None:
@@ -312,21 +330,20 @@ class Memory:
                     else:
                         self._user_last[u] = i
                 raise
+        return duplicates
 
-    def _take_touches(self) -> list[bytes]:
-        """The pending use counts as one log record (or none), handed to the next write."""
+    def _take_touches(self) -> OpTouch | None:
+        """The pending use counts as one op (or none), handed to the next write."""
         eps, kn = self._touched
         if not eps and not kn:
-            return []
+            return None
         self._touched = ([], [])
-        return [encode_op(OpTouch(episode_ids=eps, knowledge_ids=kn, at=self._touched_at))]
+        return OpTouch(episode_ids=eps, knowledge_ids=kn, at=self._touched_at)
 
-    def _restore_touches(self, payloads: list[bytes]) -> None:
-        for p in payloads:
-            op = decode_op(p)
-            assert isinstance(op, OpTouch)
-            self._touched[0].extend(op.episode_ids)
-            self._touched[1].extend(op.knowledge_ids)
+    def _restore_touches(self, touch: OpTouch | None) -> None:
+        if touch is not None:
+            self._touched[0].extend(touch.episode_ids)
+            self._touched[1].extend(touch.knowledge_ids)
 
     def _touch(self, episode_ids: list[int], knowledge_ids: list[int], at: int) -> None:
         """Counts one use of each recalled item: in the engine now, in the log with the next
@@ -346,13 +363,7 @@ class Memory:
         """Writes the pending use counts to the log now."""
         with self._lock:
             if self._store is not None:
-                touches = self._take_touches()
-                if touches:
-                    try:
-                        self._store.append_many(touches)
-                    except BaseException:
-                        self._restore_touches(touches)
-                        raise
+                self._log([])
 
     def _apply_touch(self, op: OpTouch) -> None:
         if op.episode_ids:
@@ -407,18 +418,18 @@ class Memory:
             return self._graph
 
     def _sync_graph(self, g: MemoryGraph) -> None:
-        ids = self._episode_index.ids()
-        new = np.sort(ids[ids > self._graph_cursor])
-        for r in self._episode_index.get_many(new):
-            if r is not None:
-                e = episode_from_record(r)
-                g.add_episode(e.id, e.text, e.timestamp, scope=r.namespace, role=e.role, details=False)
-        if len(new):
-            self._graph_cursor = int(new[-1])
+        if self._last_id > self._graph_cursor:  # ids only grow: nothing newer, nothing to read
+            ids = self._episode_index.ids()
+            new = np.sort(ids[ids > self._graph_cursor])
+            for r in self._episode_index.get_many(new):
+                if r is not None:
+                    e = episode_from_record(r)
+                    g.add_episode(e.id, e.text, e.timestamp, scope=r.namespace, role=e.role, details=False)
+            self._graph_cursor = self._last_id
         current = {fk: f.value for fk, f in self.facts._current.items()}
-        for (a, u, key), value in current.items():
-            if self._graph_facts.get((a, u, key)) != value:
-                g.add_fact(key, value, scope=f"{a}/{u}", timestamp=self.facts._current[(a, u, key)].updated_at)
+        for (a, u, key), fact in self.facts._current.items():
+            if self._graph_facts.get((a, u, key)) != fact.value:
+                g.add_fact(key, fact.value, scope=f"{a}/{u}", timestamp=fact.updated_at)
         for (a, u, key) in set(self._graph_facts) - set(current):
             g.remove_fact(key, scope=f"{a}/{u}")
         self._graph_facts = current
@@ -568,13 +579,11 @@ class Memory:
                 OpRetain(episodes=episodes[at:at + MAX_BATCH],
                          vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes(), dedup=dedup)
                 for at in range(0, len(episodes), MAX_BATCH)]
-            self._duplicates = {}
             try:
-                self._commit_many(ops)
+                dups = self._commit_many(ops)
             except BaseException:
                 self._last_id -= len(episodes)
                 raise
-            dups, self._duplicates = self._duplicates, {}
         if dups:
             found = {r.id: episode_from_record(r) for r in self._episode_index.get_many(sorted(set(dups.values())))
                      if r is not None}
@@ -616,7 +625,8 @@ class Memory:
                                timestamp=timestamp, importance=r.importance)
         return Placement(layer=r.layer, kind=r.kind, importance=r.importance, reason=r.reason, item=item)
 
-    def _apply_retain(self, op: OpRetain) -> None:
+    def _apply_retain(self, op: OpRetain) -> dict[int, int]:
+        """Indexes the episodes; returns {id: id of the stored episode it duplicated}."""
         eps = op.episodes
         texts = [self._search_text(e) for e in eps]
         dup_of = self._episode_index.add(
@@ -630,16 +640,14 @@ class Memory:
             importance=[e.importance for e in eps],
             dedup=op.dedup,
         )
-        if dup_of is None:
-            for e in eps:
+        duplicates: dict[int, int] = {}
+        for e, d in zip(eps, dup_of or itertools.repeat(None)):
+            if d is None:
                 self._user_last[(e.agent_id, e.user_id)] = e.id
-        else:
-            for e, d in zip(eps, dup_of):
-                if d is None:
-                    self._user_last[(e.agent_id, e.user_id)] = e.id
-                else:
-                    self._duplicates[e.id] = d
+            else:
+                duplicates[e.id] = d
         self._last_id = max(self._last_id, max(e.id for e in eps))
+        return duplicates
 
     def get(self, episode_id: int) -> Episode:
         """The stored episode; raises UnknownIdError when there is none."""

@@ -82,9 +82,7 @@ def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_
         raise InvalidArgumentError(f"min_importance and decay must be in [0, 1], got {min_importance}, {decay}")
     ns = episode_namespace(from_agent, user_id)
     cols = mem._episode_index.columns(namespace=ns)
-    uses = cols["accesses"].astype(np.int64) + cols["mentions"]
-    eff = np.array([mem.policy.effective_importance(float(b), int(n)) for b, n in zip(cols["importance"], uses)])
-    effective = dict(zip(cols["ids"].tolist(), eff.tolist()))
+    effective = dict(zip(cols["ids"].tolist(), mem.policy.effective_of(cols).tolist()))
     if episode_ids is not None:
         wanted = [int(i) for i in episode_ids]
         missing = [i for i in wanted if i not in effective]

@@ -475,12 +475,10 @@ impl HybridIndex {
     fn duplicate_of(&self, r: &Record, fp: Fingerprint, p: &DedupParams) -> Option<u32> {
         let rec = &self.records;
         let ns = rec.namespaces.get(&r.namespace)?;
-        let cosine_ok = |slot: u32| match (&r.vector, self.hnsw.contains(slot)) {
-            (Some(v), true) => {
-                let sim: f32 = v.iter().zip(self.hnsw.vector(slot)).map(|(a, b)| a * b).sum();
-                sim >= p.min_cosine
-            }
-            _ => true,
+        // Records without a vector (or a newcomer without one) are judged on their text alone.
+        let cosine_ok = |slot: u32| match &r.vector {
+            Some(v) => self.hnsw.similarity(v, slot).is_none_or(|sim| sim >= p.min_cosine),
+            None => true,
         };
         if let Some(slot) = rec.dedup.exact(ns, fp) {
             // A 64-bit hash can collide (or be made to): the token sets must agree too.
