@@ -593,3 +593,9 @@ def test_routes_a_thousand_items() -> None:
 def test_module_doctests() -> None:
     result = doctest.testmod(router)
     assert result.attempted >= 10 and result.failed == 0
+
+
+def test_weekend_is_a_time_word() -> None:
+    """"next weekend" is dated, like "next week" (its cue word was missing from the gate)."""
+    assert route("The deploy is planned for next weekend").layer == route("The deploy is planned for next week").layer
+    assert route("We migrated the cache last weekend").layer == "episodic"

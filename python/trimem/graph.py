@@ -46,14 +46,13 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError
-from trimem.timeutil import TimeLike, to_micros
+from trimem.timeutil import TimeLike, from_micros, to_micros
 
 __all__ = [
     "Entity",
@@ -1780,7 +1779,7 @@ def _relation_order(r: Relation) -> tuple[Any, ...]:
 
 
 def _when(us: int) -> str:
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M")
+    return from_micros(us).strftime("%Y-%m-%d %H:%M")
 
 
 def _provenance(sources: list[int], facts: list[str]) -> str:

@@ -20,7 +20,9 @@ import msgspec
 import numpy as np
 
 from trimem.errors import InvalidArgumentError
+from trimem.ops import OpForget
 from trimem.records import Episode
+from trimem.scope import check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
     from trimem.memory import Memory
@@ -81,7 +83,7 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     def effective_importance(self, base: float, uses: int) -> float:
         """Base importance grown by use (the same function the engine applies in search)."""
-        return round(float(self.effective(np.float64(base), np.float64(uses))), 6)
+        return round(float(self.effective(np.asarray(base, np.float64), np.asarray(uses, np.float64))), 6)
 
     def effective(self, base: np.ndarray, uses: np.ndarray) -> np.ndarray:
         """`effective_importance` over whole columns (an importance set at or above 1 is kept)."""
@@ -168,9 +170,6 @@ def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str)
     knowledge documents whose lifetime (from their last use, longer for important or
     reinforced ones) ran out, facts not set for the semantic lifetime (pinned facts stay; a
     fact counts as of middling importance, 0.5), and working turns past the working retention."""
-    from trimem.ops import OpForget
-    from trimem.scope import check_id, episode_namespace, knowledge_namespace
-
     policy = mem.policy
     # One pass over the columns of the user's records (or everyone's): the policy is vectorised.
     mine = None if user_id is None else episode_namespace(agent_id, check_id("user_id", user_id))

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timezone, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -52,7 +52,7 @@ from trimem.ops import (
     encode_op,
     encode_state,
 )
-from trimem.graph import MemoryGraph
+from trimem import lifecycle, transfer
 from trimem.lifecycle import Consolidation, Policy, explain
 from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptualMemory
 from trimem.recall import RecallBundle
@@ -73,8 +73,11 @@ from trimem.reflect import Extractor, RuleExtractor
 from trimem.rewrite import MemoryIntent, Rewriter, RuleRewriter
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 from trimem.semantic import Facts, KnowledgeBase
-from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros
+from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros, to_micros_range
 from trimem.working import Turn, WorkingMemory
+
+if TYPE_CHECKING:
+    from trimem.graph import MemoryGraph
 
 log = logging.getLogger("trimem")
 
@@ -200,6 +203,8 @@ class Memory:
             for w in st.working:
                 self._apply(w)
             if st.graph is not None:
+                from trimem.graph import MemoryGraph  # ~0.1 s of regexes: only for stores that use it
+
                 self._graph = MemoryGraph.decode(st.graph)
                 self._graph_cursor = st.graph_cursor
                 self._graph_facts = {(a, u, k): v for a, u, k, v in st.graph_facts}
@@ -413,6 +418,8 @@ class Memory:
         0.3 ms an episode, so retain never waits for it); kept in snapshots."""
         with self._lock:
             if self._graph is None:
+                from trimem.graph import MemoryGraph  # ~0.1 s of regexes to import: only when used
+
                 self._graph = MemoryGraph()
             self._sync_graph(self._graph)
             return self._graph
@@ -658,7 +665,7 @@ class Memory:
 
     def _episode_ids(self, agent_id: str, user_id: str, *, session_id: str | None = None,
                      time_range: tuple[TimeLike, TimeLike] | None = None) -> list[int]:
-        tr = None if time_range is None else (to_micros(time_range[0]), to_micros(time_range[1]))
+        tr = to_micros_range(time_range)
         if session_id is not None:
             check_id("session_id", session_id)
         ids = self._episode_index.ids(namespace=episode_namespace(agent_id, user_id), session=session_id, time_range=tr)
@@ -699,11 +706,14 @@ class Memory:
                 "forget needs episode ids, session_id, time_range or everything=True (nothing was deleted)")
         ids = sorted(set(ids))
         knowledge = self.knowledge._private_ids(agent_id, user_id) if everything else []
+        ops: list[Op] = []
         if everything and self._perceptual is not None:
-            self._perceptual.forget_user(user_id=user_id, agent_id=agent_id)
+            percepts = self._perceptual.forget_user_op(ns)  # in the same log write as the rest
+            if percepts is not None:
+                ops.append(percepts)
         if ids or everything:
-            self._commit(OpForget(episode_ids=ids, knowledge_ids=knowledge,
-                                  users=[(agent_id, user_id)] if everything else []))
+            ops.append(OpForget(episode_ids=ids, knowledge_ids=knowledge, users=[(agent_id, user_id)] if everything else []))
+            self._commit_many(ops)
         return len(ids)
 
     def _apply_forget(self, op: OpForget) -> None:
@@ -782,19 +792,15 @@ class Memory:
         `policy.consolidate_importance`) into episodes with their session and time; the rest
         expire. By default all of them (as at session end); `everything=False` only those the
         capacity bound pushed out. Variables stay."""
-        from trimem.lifecycle import consolidate
-
         check_id("user_id", user_id)
-        return consolidate(self, session_id, user_id=user_id, agent_id=agent_id, everything=everything)
+        return lifecycle.consolidate(self, session_id, user_id=user_id, agent_id=agent_id, everything=everything)
 
     def forget_expired(self, now: TimeLike | None = None, *, user_id: str | None = None,
                        agent_id: str = "default") -> dict[str, int]:
         """Applies the retention policy (`policy.retention_days` per layer, longer for
         important or reinforced items, counted from the last use) through the same hard-delete
         path as :meth:`forget`; for one user, or everyone. Returns how many items went per layer."""
-        from trimem.lifecycle import forget_expired
-
-        return forget_expired(self, now_micros(now), user_id=user_id, agent_id=agent_id)
+        return lifecycle.forget_expired(self, now_micros(now), user_id=user_id, agent_id=agent_id)
 
     def end_session(self, session_id: str, *, user_id: str | None = None, agent_id: str = "default") -> Consolidation | None:
         """Ends the session: with `user_id`, its important working items are consolidated into
@@ -853,7 +859,7 @@ class Memory:
             check_id("session_id", session_id)
         if k < 1:
             raise InvalidArgumentError(f"k must be at least 1, got {k}")
-        tr = None if time_range is None else (to_micros(time_range[0]), to_micros(time_range[1]))
+        tr = to_micros_range(time_range)
         if vector is None and mode != "bm25":
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
@@ -1069,10 +1075,8 @@ class Memory:
               now: TimeLike | None = None) -> dict[str, Any]:
         """Counts, bytes and ages (days) per layer — for one user of `agent_id`, or the whole
         store (then with episodes per user) — plus the index statistics."""
-        from trimem.transfer import stats
-
         e, k = self._episode_index.stats(), self._knowledge_index.stats()
-        out = stats(self, user_id=user_id, agent_id=agent_id, now=now_micros(now))
+        out = transfer.stats(self, user_id=user_id, agent_id=agent_id, now=now_micros(now))
         out.update({"episodes": out["episodic"]["count"], "knowledge": out["semantic"]["knowledge"]["count"],
                     "facts": out["semantic"]["facts"], "sessions": len(self._working),
                     "episode_index": e, "knowledge_index": k,
@@ -1086,26 +1090,20 @@ class Memory:
         """Copies a user's memories from one agent to another: episodes whose effective
         importance reaches `min_importance` (or exactly `episode_ids`), with provenance in
         `metadata["shared_from"]` and importance × `decay`. Nothing else crosses."""
-        from trimem.transfer import share
-
-        return share(self, from_agent=from_agent, to_agent=to_agent, user_id=user_id, episode_ids=episode_ids,
+        return transfer.share(self, from_agent=from_agent, to_agent=to_agent, user_id=user_id, episode_ids=episode_ids,
                      min_importance=min_importance, decay=decay, now=now_micros(now))
 
     def export(self, path: str | os.PathLike[str], *, user_id: str | None = None, agent_id: str = "default",
                now: TimeLike | None = None) -> dict[str, int]:
         """Writes every layer — of one user of `agent_id`, or the whole store — to one msgspec
         file (atomically; no pickle). Returns what it wrote."""
-        from trimem.transfer import export
-
         with self._lock:
-            return export(self, path, user_id=user_id, agent_id=agent_id, now=now_micros(now))
+            return transfer.export(self, path, user_id=user_id, agent_id=agent_id, now=now_micros(now))
 
     def import_from(self, path: str | os.PathLike[str]) -> dict[str, int]:
         """Adds the memories of an :meth:`export` file (new ids; facts keep their history and
         cite the new episodes)."""
-        from trimem.transfer import import_export
-
-        return import_export(self, path)
+        return transfer.import_export(self, path)
 
 
 @contextlib.contextmanager

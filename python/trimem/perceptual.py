@@ -72,7 +72,7 @@ from trimem.errors import (
     UnknownIdError,
 )
 from trimem.scope import episode_namespace
-from trimem.timeutil import TimeLike, now_micros, to_micros
+from trimem.timeutil import TimeLike, now_micros, to_micros_range
 
 __all__ = [
     "Encoder",
@@ -523,7 +523,7 @@ class PerceptualMemory:
         if modality is not None:
             mod = self._modality(modality)
             spaces = [(mod.space, self._spaces[mod.space])]
-        tr = _time_range(time_range)
+        tr = to_micros_range(time_range)
         out: list[PerceptRecord] = []
         for space, index in spaces:
             ids = index.ids(namespace=ns, session=modality, time_range=tr)
@@ -560,7 +560,7 @@ class PerceptualMemory:
             raise InvalidArgumentError(f"min_cosine must be a number, got {min_cosine!r}")
         if query is None:
             raise InvalidArgumentError("query is None")
-        tr = _time_range(time_range)
+        tr = to_micros_range(time_range)
         words = str(query) if is_text else ""
         hybrid = mode != "vector" and bool(words.strip())
         vector = self._encode(mod, [query])[0]
@@ -599,10 +599,17 @@ class PerceptualMemory:
         """Deletes every record of the user in every space; returns how many went."""
         ns = episode_namespace(agent_id, user_id)
         with self._lock:
-            ids = sorted(int(i) for index in self._spaces.values() for i in index.ids(namespace=ns).tolist())
-            if ids:
-                self._commit(OpPerceptDelete(ids))
-            return len(ids)
+            op = self.forget_user_op(ns)
+            if op is not None:
+                self._commit(op)
+            return 0 if op is None else len(op.ids)
+
+    def forget_user_op(self, namespace: str) -> OpPerceptDelete | None:
+        """The op deleting every record of `namespace` ("agent/user"), for a caller that writes
+        it together with its own (a memory forgetting a user forgets all of it in one write)."""
+        with self._lock:
+            ids = sorted(int(i) for index in self._spaces.values() for i in index.ids(namespace=namespace).tolist())
+            return OpPerceptDelete(ids) if ids else None
 
     def __len__(self) -> int:
         return sum(len(index) for index in self._spaces.values())
@@ -738,11 +745,3 @@ def _check_ids(ids: Iterable[int] | Sequence[int]) -> list[int]:
     if not out:
         raise InvalidArgumentError("no ids given")
     return out
-
-
-def _time_range(tr: tuple[TimeLike, TimeLike] | None) -> tuple[int, int] | None:
-    if tr is None:
-        return None
-    if not isinstance(tr, (tuple, list)) or len(tr) != 2:
-        raise InvalidArgumentError("time_range must be a (start, end) pair")
-    return to_micros(tr[0]), to_micros(tr[1])

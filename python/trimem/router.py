@@ -167,6 +167,7 @@ class _Text:
     zh: bool  # has Han characters: the Chinese patterns apply
     words: frozenset[str]  # English words, for the cue gates of :class:`_Cue`
     digits: bool
+    injection: bool | None = None  # reflect's check, run at most once per item (it is slow)
 
 
 def _text(raw: str) -> _Text:
@@ -303,7 +304,8 @@ _TIME: Final = _Cue(
         r"(?:minutes?|hours?|days?|weeks?|months?|years?)\s+ago"
         rf"|(?:on|this)\s+(?:{_WEEKDAYS.replace(' ', '|')}))\b"
     ),
-    _cues(f"yesterday today tonight tomorrow night now morning afternoon evening week month year time ago {_WEEKDAYS}"),
+    _cues(f"yesterday today tonight tomorrow night now morning afternoon evening week weekend month year time ago "
+          f"{_WEEKDAYS}"),
     re.compile(
         r"昨天|前天|今天|今早|今晚|昨晚|明天|后天|刚才|刚刚|早上|上午|中午|下午|晚上|上周|上星期|上个?月"
         r"|本周|这周|下周|去年|前几天|最近|周[一二三四五六日天]|星期[一二三四五六日天]"
@@ -722,13 +724,15 @@ class RuleRouter:
 
     @staticmethod
     def _injection(x: _Text) -> bool:
-        gate = (
-            not x.words.isdisjoint(_INJECTION_CUES)
-            or "<|" in x.low
-            or "<<" in x.low
-            or (x.zh and _ZH_INJECTION_GATE.search(x.low) is not None)
-        )
-        return gate and is_injection(x.t)
+        if x.injection is None:
+            gate = (
+                not x.words.isdisjoint(_INJECTION_CUES)
+                or "<|" in x.low
+                or "<<" in x.low
+                or (x.zh and _ZH_INJECTION_GATE.search(x.low) is not None)
+            )
+            x.injection = gate and is_injection(x.t)
+        return x.injection
 
     # ------------------------------------------------------------------ facts
 

@@ -36,6 +36,15 @@ def to_micros(t: TimeLike) -> int:
     )
 
 
+def to_micros_range(tr: tuple[TimeLike, TimeLike] | None) -> tuple[int, int] | None:
+    """A `(start, end)` pair as microseconds (None stays None)."""
+    if tr is None:
+        return None
+    if not isinstance(tr, (tuple, list)) or len(tr) != 2:
+        raise InvalidArgumentError("time_range must be a (start, end) pair")
+    return to_micros(tr[0]), to_micros(tr[1])
+
+
 def from_micros(us: int, tz: tzinfo = timezone.utc) -> datetime:
     """The aware datetime for `us` microseconds since the epoch, in `tz`."""
     return datetime.fromtimestamp(us // 1_000_000, tz).replace(microsecond=us % 1_000_000)

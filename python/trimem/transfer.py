@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError
-from trimem.records import Episode, FactVersion, KnowledgeDoc, episode_from_record
+from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError, UnknownIdError
+from trimem.lifecycle import DAY_US
+from trimem.ops import OpFact, OpPin
+from trimem.records import Episode, FactVersion, KnowledgeDoc, decode_knowledge, episode_from_record
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
@@ -84,11 +86,9 @@ def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_
     cols = mem._episode_index.columns(namespace=ns)
     effective = dict(zip(cols["ids"].tolist(), mem.policy.effective_of(cols).tolist()))
     if episode_ids is not None:
-        wanted = [int(i) for i in episode_ids]
+        wanted = sorted({int(i) for i in episode_ids})  # an id named twice is shared once
         missing = [i for i in wanted if i not in effective]
         if missing:
-            from trimem.errors import UnknownIdError
-
             raise UnknownIdError(f"no episodes {missing} for user {user_id!r} of agent {from_agent!r}")
     else:
         wanted = [i for i, v in effective.items() if v >= min_importance]
@@ -122,21 +122,14 @@ def export(mem: Memory, path: str | os.PathLike[str], *, user_id: str | None, ag
         ids = mem._episode_index.ids(namespace=episode_namespace(a, u))
         for r in mem._episode_index.get_many(ids):
             if r is not None:
-                episodes.append(ExportedEpisode(
-                    episode_from_record(r), None if r.vector is None else r.vector.astype(np.float32).tobytes(),
-                    r.accesses, r.mentions, r.last_access))
+                episodes.append(ExportedEpisode(episode_from_record(r), _vector_bytes(r), r.accesses, r.mentions,
+                                                r.last_access))
     facts = [ExportedFact(a, u, key, list(versions), (a, u, key) in mem.facts._pinned)
              for (a, u, key), versions in sorted(mem.facts._history.items())
              if user_id is None or (a, u) == (agent_id, user_id)]
-    knowledge: list[ExportedDoc] = []
-    spaces = [knowledge_namespace(agent_id, user_id)] if user_id is not None else [None]
-    for ns in spaces:
-        for r in mem._knowledge_index.get_many(mem._knowledge_index.ids(namespace=ns) if ns else mem._knowledge_index.ids()):
-            if r is not None:
-                from trimem.records import decode_knowledge
-
-                knowledge.append(ExportedDoc(decode_knowledge(r.payload),
-                                             None if r.vector is None else r.vector.astype(np.float32).tobytes()))
+    private = None if user_id is None else knowledge_namespace(agent_id, user_id)
+    knowledge = [ExportedDoc(decode_knowledge(r.payload), _vector_bytes(r))
+                 for r in mem._knowledge_index.get_many(mem._knowledge_index.ids(namespace=private)) if r is not None]
     bundle = Export(magic=_MAGIC, version=EXPORT_VERSION, embedder=None if mem.embedder is None else mem.embedder.name,
                     dim=mem.dim, created=now, episodes=episodes, facts=facts, knowledge=knowledge,
                     aliases=mem.facts._aliases if user_id is None else {})
@@ -157,6 +150,10 @@ def export(mem: Memory, path: str | os.PathLike[str], *, user_id: str | None, ag
     return {"episodes": len(episodes), "facts": len(facts), "knowledge": len(knowledge), "bytes": len(data)}
 
 
+def _vector_bytes(rec: Any) -> bytes | None:
+    return None if rec.vector is None else rec.vector.astype(np.float32).tobytes()
+
+
 def load_export(path: str | os.PathLike[str]) -> Export:
     with open(path, "rb") as f:
         data = f.read()
@@ -175,8 +172,6 @@ def import_export(mem: Memory, path: str | os.PathLike[str]) -> dict[str, int]:
     """Adds an export's memories to `mem` under new ids (facts cite the new episode ids).
     Vectors come along when the export was made with the same embedder, else the texts are
     embedded again. Everything is validated before anything is written."""
-    from trimem.ops import OpFact, OpPin
-
     bundle = load_export(path)
     same_space = mem.embedder is not None and bundle.embedder == mem.embedder.name and bundle.dim == mem.dim
     for x in bundle.episodes:
@@ -214,11 +209,10 @@ def import_export(mem: Memory, path: str | os.PathLike[str]) -> dict[str, int]:
 
 def stats(mem: Memory, *, user_id: str | None, agent_id: str, now: int) -> dict[str, Any]:
     """Per layer (and for one user when given): counts, bytes and ages in days."""
-    day = 86_400_000_000
 
     def summary(cols: dict[str, np.ndarray]) -> dict[str, Any]:
         n = len(cols["ids"])
-        ages = (now - cols["timestamps"]) / day if n else np.zeros(0)
+        ages = (now - cols["timestamps"]) / DAY_US if n else np.zeros(0)
         return {"count": n, "bytes": int(cols["bytes"].sum()) if n else 0,
                 "oldest_days": round(float(ages.max()), 3) if n else None,
                 "newest_days": round(float(ages.min()), 3) if n else None,
