@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trimem._core import tokenize
+from trimem.errors import DimensionError, DTypeError, InvalidVectorError
 
 __all__ = [
     "Embedder",
@@ -87,33 +88,36 @@ def _as_texts(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def check_vectors(out: Any, n: int, dim: int | None, name: str) -> Vectors:
-    """Validate and normalise an embedder's output to C-contiguous float32 ``(n, dim)``.
+def check_vectors(out: Any, n: int, dim: int | None, name: str, *, kinds: str = "fiu",
+                  who: str | None = None, item: str = "text") -> Vectors:
+    """Validate and normalise an encoder's output to C-contiguous float32 ``(n, dim)``.
 
-    Other float (or integer) dtypes are converted; a wrong shape, NaN/inf or an
-    all-zero row raises :class:`ValueError` naming the embedder.
+    Other dtypes of `kinds` (numpy kind letters) are converted; anything else is a
+    :class:`DTypeError`, a wrong shape a :class:`DimensionError`, NaN/inf or an all-zero row an
+    :class:`InvalidVectorError` (all :class:`ValueError`), naming `who` (default: the embedder)
+    and the `item` (text, image, …) at fault.
     """
+    who = who or f"embedder {name!r}"
     try:
         arr = np.asarray(out)
     except Exception as exc:  # ragged lists and the like
-        raise ValueError(f"embedder {name!r} returned something that is not an array: {exc}") from exc
-    if arr.dtype.kind not in "fiu":
-        raise ValueError(f"embedder {name!r} returned dtype {arr.dtype}, expected float32")
+        raise DTypeError(f"{who} returned something that is not an array: {exc}") from exc
+    if arr.dtype.kind not in kinds:
+        raise DTypeError(f"{who} returned dtype {arr.dtype}, expected float32")
     if arr.ndim != 2 or arr.shape[0] != n or (dim is not None and arr.shape[1] != dim):
         want = f"({n}, {dim})" if dim is not None else f"({n}, dim)"
-        raise ValueError(f"embedder {name!r} returned shape {arr.shape}, expected {want}")
+        raise DimensionError(f"{who} returned shape {arr.shape}, expected {want}")
     arr = np.ascontiguousarray(arr, dtype=np.float32)
     if arr.size:
         finite = np.isfinite(arr).all(axis=1)
         if not finite.all():
             bad = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"embedder {name!r} returned NaN or inf for text #{bad}")
+            raise InvalidVectorError(f"{who} returned NaN or inf for {item} #{bad}")
         zero = ~arr.any(axis=1)
         if zero.any():
             bad = int(np.flatnonzero(zero)[0])
-            raise ValueError(
-                f"embedder {name!r} returned an all-zero vector for text #{bad} "
-                "(cosine similarity is undefined for it)"
+            raise InvalidVectorError(
+                f"{who} returned an all-zero vector for {item} #{bad} (cosine similarity is undefined for it)"
             )
     return arr
 

@@ -59,13 +59,12 @@ import numpy as np
 import numpy.typing as npt
 
 from trimem._core import Hits, HybridIndex, StoredRecord
+from trimem.embedders import check_vectors
 from trimem.errors import (
     DimensionError,
-    DTypeError,
     EmbedderMismatchError,
     InvalidArgumentError,
     InvalidNameError,
-    InvalidVectorError,
     StoreCorruptedError,
     StoreError,
     StoreVersionError,
@@ -331,27 +330,8 @@ class PerceptualMemory:
     def _encode(self, mod: Modality, items: list[Any]) -> Vectors:
         """Encodes ``items`` and checks the output: float (converted to float32), shape
         ``(len(items), dim)``, finite, no all-zero row."""
-        out = self._encoder_of(mod)(items)
-        try:
-            arr = np.asarray(out)
-        except Exception as e:  # ragged lists and the like
-            raise DTypeError(f"encoder {mod.encoder!r} of {mod.name!r} returned something that is not an array: {e}") from None
-        if arr.dtype.kind != "f":
-            raise DTypeError(f"encoder {mod.encoder!r} of {mod.name!r} returned dtype {arr.dtype}, expected float32")
-        if arr.shape != (len(items), mod.dim):
-            raise DimensionError(
-                f"encoder {mod.encoder!r} of {mod.name!r} returned shape {arr.shape}, expected ({len(items)}, {mod.dim})")
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        finite = np.isfinite(arr).all(axis=1)
-        if not finite.all():
-            raise InvalidVectorError(
-                f"encoder {mod.encoder!r} of {mod.name!r} returned NaN or inf for item #{int(np.flatnonzero(~finite)[0])}")
-        zero = ~arr.any(axis=1)
-        if zero.any():
-            raise InvalidVectorError(
-                f"encoder {mod.encoder!r} of {mod.name!r} returned an all-zero vector for item "
-                f"#{int(np.flatnonzero(zero)[0])} (cosine similarity is undefined for it)")
-        return arr
+        return check_vectors(self._encoder_of(mod)(items), len(items), mod.dim, mod.encoder, kinds="f",
+                             who=f"encoder {mod.encoder!r} of {mod.name!r}", item="item")
 
     # -- add --------------------------------------------------------------------------------------
 
