@@ -42,7 +42,6 @@ import math
 import re
 import string
 import threading
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from typing import Any, Final
 import msgspec
 
 from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError
+from trimem.reflect import CJK_RANGE, prepare_text
 from trimem.timeutil import TimeLike, from_micros, to_micros
 
 __all__ = [
@@ -162,27 +162,17 @@ GraphExtractor = Callable[[str], Any]
 
 # ============================================================================ text and keys
 
-_CJK: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK: Final = CJK_RANGE
 _CJK_RE: Final = re.compile(f"[{_CJK}]")
 # ASCII word edges. \b is no use in mixed text: CJK characters are \w, so "用Redis" has no \b.
 _A: Final = r"(?<![A-Za-z0-9_])"
 _Z: Final = r"(?![A-Za-z0-9_])"
-_ZERO_WIDTH: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff]")
-_QUOTES: Final = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _SPACES: Final = re.compile(r"\s+")
 _VERSION_KEY: Final = re.compile(r"v(?=\d+(?:\.\d+)*(?:[-+][0-9a-z.]+)?$)")
 
 
-def _prepare(text: str) -> str:
-    """NFKC folds full-width letters and punctuation (，→, ！→!) so one pattern serves both
-    scripts; zero-width characters go so that they cannot hide a name."""
-    if text.isascii():  # NFKC, zero-width characters and curly quotes are all non-ASCII
-        return text
-    return _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text)).translate(_QUOTES)
-
-
 def _display(name: str) -> str:
-    return _SPACES.sub(" ", _prepare(name)).strip()
+    return _SPACES.sub(" ", prepare_text(name)).strip()
 
 
 def _key(name: str) -> str:
@@ -986,7 +976,7 @@ def extract(text: str, *, role: str = "user") -> Extraction:
     """
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}")
-    text = _prepare(text)
+    text = prepare_text(text)
     speaker = role if role in ("user", "assistant") else None
     doc = _Doc(text, [None] * len(text), bytearray(len(text)))
     doc.ends = [m.end() for m in _SENTENCE_END_RE.finditer(text)]
@@ -1148,7 +1138,7 @@ def parse_extraction(reply: object, text: str) -> Extraction:
         for n in (s, o):
             types.setdefault(_key(n), (n, "thing"))
         triples.append((types[_key(s)][0], p, types[_key(o)][0]))
-    folded = _prepare(text).casefold()
+    folded = prepare_text(text).casefold()
     ends = [m.end() for m in _SENTENCE_END_RE.finditer(folded)]
     entities = []
     for name, t in types.values():

@@ -49,7 +49,15 @@ from typing import Any, Final, Protocol, runtime_checkable
 import msgspec
 
 from trimem.errors import InvalidArgumentError, TrimemError
-from trimem.reflect import MAX_VALUE_CHARS, Extractor, is_denied_key, is_injection, normalize_key
+from trimem.reflect import (
+    CJK_RANGE,
+    MAX_VALUE_CHARS,
+    Extractor,
+    is_denied_key,
+    is_injection,
+    normalize_key,
+    prepare_text,
+)
 
 __all__ = [
     "KINDS",
@@ -128,22 +136,14 @@ def _forced_layer(context: Mapping[str, Any]) -> str | None:
 
 # ============================================================================ text helpers
 
-_ZERO_WIDTH: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff]")
-_QUOTES: Final = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
-_SPECIAL: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff\u2018\u2019\u201c\u201d]")
-_CJK: Final = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK: Final = re.compile(f"[{CJK_RANGE}]")
 _EDGE: Final = " \t\"'`.,;:!?~…。、()[]{}<>「」《》"
 
 
 def _prepare(text: str) -> str:
     """NFKC folds full-width punctuation (，：？ → , : ?) so one pattern serves both scripts;
     zero-width characters go so they cannot hide a word; curly quotes become straight."""
-    t = text[:MAX_SCAN_CHARS]
-    if not t.isascii():  # ASCII is already NFKC and has no zero-width or curly characters
-        t = unicodedata.normalize("NFKC", t)
-        if _SPECIAL.search(t):  # translate() is slow enough to skip when there is nothing to do
-            t = _ZERO_WIDTH.sub("", t).translate(_QUOTES)
-    return " ".join(t.split())
+    return " ".join(prepare_text(text[:MAX_SCAN_CHARS]).split())
 
 
 def _language(text: str) -> str:
