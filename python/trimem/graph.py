@@ -1515,13 +1515,15 @@ class MemoryGraph:
     def entities(self, *, scope: str | None = None, type: str | None = None) -> list[Entity]:
         """Entities, most mentioned first (then by name); all scopes when `scope` is None."""
         with self._lock:
+            # Sorted by the stored keys: re-keying every display name would cost more than the rest.
             out = [
-                self._entity(name, sc, k)
+                (name, k, self._entity(name, sc, k))
                 for name, sc in self._selected(scope)
                 for k, rec in sc.entities.items()
                 if type is None or rec.type == type
             ]
-        return sorted(out, key=lambda e: (e.scope, -e.mentions, _key(e.name)))
+        out.sort(key=lambda t: (t[0], -t[2].mentions, t[1]))
+        return [e for _, _, e in out]
 
     def relations(
         self, *, scope: str | None = None, entity: str | None = None, predicate: str | None = None
@@ -1529,15 +1531,22 @@ class MemoryGraph:
         """Relations, statements before co-occurrence, heaviest first; `entity` keeps those
         touching it (as subject or object)."""
         with self._lock:
-            out = []
+            found: list[tuple[str, _Scope, _RKey]] = []
             for name, sc in self._selected(scope):
                 if entity is not None:
                     k = self._resolve(sc, entity)
                     keys: Iterable[_RKey] = sc.adjacent.get(k, ()) if k else ()
                 else:
                     keys = sc.relations
-                out += [self._relation(name, sc, rk) for rk in keys if predicate is None or rk[1] == predicate]
-        return sorted(out, key=_relation_order)
+                found += [(name, sc, rk) for rk in keys if predicate is None or rk[1] == predicate]
+            return self._ordered(found)
+
+    def _ordered(self, found: Iterable[tuple[str, _Scope, _RKey]]) -> list[Relation]:
+        """Relations by scope, statements before co-occurrence, heaviest first, then by their
+        keys (already folded: no name is keyed again)."""
+        rels = [(name, rk, self._relation(name, sc, rk)) for name, sc, rk in found]
+        rels.sort(key=lambda t: (t[0], t[1][1] == MENTIONED_WITH, -t[2].weight, t[1]))
+        return [r for _, _, r in rels]
 
     def neighbours(self, entity: str, *, scope: str, depth: int = 1, limit: int = 50) -> Subgraph:
         """The entities within `depth` hops of `entity` (BFS; at each step the heaviest links
@@ -1571,7 +1580,7 @@ class MemoryGraph:
             return Subgraph(
                 sc.entities[start].name, scope, depth,
                 [self._entity(scope, sc, k) for k in order],
-                sorted((self._relation(scope, sc, rk) for rk in rels), key=_relation_order),
+                self._ordered((scope, sc, rk) for rk in rels),
             )
 
     def to_text(self, *, scope: str | None = None) -> str:
@@ -1762,10 +1771,6 @@ def _sorted_rec(rec: Any) -> Any:
         episodes={k: rec.episodes[k] for k in sorted(rec.episodes)},
         facts={k: rec.facts[k] for k in sorted(rec.facts)},
     )
-
-
-def _relation_order(r: Relation) -> tuple[Any, ...]:
-    return (r.scope, r.predicate == MENTIONED_WITH, -r.weight, _key(r.subject), r.predicate, _key(r.object))
 
 
 def _when(us: int) -> str:
