@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 
 use crate::distance::{dot_kernel, prefetch, DotFn};
 use crate::error::Result;
+use crate::hugepages;
 use crate::store::codec::{Dec, Enc};
 use crate::visited::{VisitedList, VisitedPool};
 
@@ -164,8 +165,8 @@ impl Hnsw {
         if n <= self.levels.len() {
             return;
         }
-        self.vectors.resize(n * self.dim, 0.0);
-        self.level0.resize_with(n * (1 + self.m0), || AtomicU32::new(0));
+        hugepages::resize_with(&mut self.vectors, n * self.dim, || 0.0);
+        hugepages::resize_with(&mut self.level0, n * (1 + self.m0), || AtomicU32::new(0));
         self.upper.resize_with(n, || Box::new([]));
         self.levels.resize(n, NOT_IN_GRAPH);
         self.part.resize(n, 0);
@@ -180,6 +181,14 @@ impl Hnsw {
     #[inline(always)]
     fn prefetch_vector(&self, slot: u32) {
         prefetch(self.vectors.as_ptr().wrapping_add(slot as usize * self.dim));
+    }
+
+    #[inline(always)]
+    fn prefetch_whole_vector(&self, slot: u32) {
+        let start = slot as usize * self.dim;
+        for off in (0..self.dim).step_by(16) {
+            prefetch(self.vectors.as_ptr().wrapping_add(start + off));
+        }
     }
 
     /// Requests the start of a node's link list (count and first neighbours) from memory.
@@ -450,6 +459,10 @@ impl Hnsw {
             if c.dist > lower && results.len() >= ef {
                 break;
             }
+            // The next candidate's links are likely read next: start fetching them now.
+            if let Some(Reverse(next)) = candidates.peek() {
+                self.prefetch_links(next.slot, level);
+            }
             self.read_links(c.slot, level, &mut buf);
             batch.clear();
             if two_hop {
@@ -497,6 +510,10 @@ impl Hnsw {
         batch: &mut Vec<u32>,
     ) {
         let Some(f) = allow else { return };
+        // Gathering fewer than a full list (m0) per expansion saves distances on loose clusters
+        // (100k × 384: m0/4 → 0.6× the time, recall 0.99 → 0.95) but strands the walk on tight
+        // ones (20k × 64, 20 points per centre: recall 0.99 → 0.81), so the list stays full.
+        let cap = self.m0;
         let mut blocked: [u32; 256] = [0; 256];
         let mut n_blocked = 0;
         for &n in neighbours {
@@ -507,23 +524,28 @@ impl Hnsw {
                 vl.check_and_mark(n);
                 batch.push(n);
             } else if n_blocked < blocked.len() {
-                vl.check_and_mark(n);
                 blocked[n_blocked] = n;
                 n_blocked += 1;
             }
         }
-        // The blocked nodes' link lists are scattered in memory: request them all before reading
-        // any, so their cache misses overlap instead of queueing one after another.
-        for &n in &blocked[..n_blocked] {
+        // The blocked nodes' link lists are scattered in memory: request a few ahead of the one
+        // being read, so their cache misses overlap; the batch often fills before the last ones
+        // are needed, and requesting them all measured no faster.
+        const HOPS_AHEAD: usize = 3;
+        for &n in blocked[..n_blocked].iter().take(HOPS_AHEAD) {
             self.prefetch_links(n, level);
         }
-        for &n in &blocked[..n_blocked] {
-            if batch.len() >= self.m0 {
+        for (i, &n) in blocked[..n_blocked].iter().enumerate() {
+            if batch.len() >= cap {
                 return;
             }
+            if let Some(&ahead) = blocked[..n_blocked].get(i + HOPS_AHEAD) {
+                self.prefetch_links(ahead, level);
+            }
+            vl.check_and_mark(n);
             self.read_links(n, level, hop);
             for &nn in hop.iter() {
-                if batch.len() >= self.m0 {
+                if batch.len() >= cap {
                     return;
                 }
                 if !vl.is_marked(nn) && self.at_level(nn, level) && f(nn) {
@@ -570,12 +592,22 @@ impl Hnsw {
         tie_key: impl Fn(u32) -> u64,
     ) -> Vec<(f32, u32)> {
         let mut top = crate::topk::TopK::new(k);
-        for s in slots {
-            if self.contains(s) {
-                let sim = (self.dot)(q, self.vector(s));
-                if top.admits(sim) {
-                    top.push(sim, tie_key(s), s);
-                }
+        let slots: Vec<u32> = slots.filter(|&s| self.contains(s)).collect();
+        // Matches are scattered over the array, so each vector is a fresh trip to memory: fetch
+        // whole vectors a few ahead so that the trips overlap.
+        // (Measured at 100k × 384, 5 % of slots: 2–4 ahead ~25 % faster than none or 8 ahead,
+        // whole vectors faster than first lines.)
+        const AHEAD: usize = 3;
+        for &s in slots.iter().take(AHEAD) {
+            self.prefetch_whole_vector(s);
+        }
+        for (i, &s) in slots.iter().enumerate() {
+            if let Some(&next) = slots.get(i + AHEAD) {
+                self.prefetch_whole_vector(next);
+            }
+            let sim = (self.dot)(q, self.vector(s));
+            if top.admits(sim) {
+                top.push(sim, tie_key(s), s);
             }
         }
         top.into_sorted()

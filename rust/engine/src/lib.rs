@@ -12,6 +12,7 @@ pub mod error;
 pub mod filter;
 pub mod fusion;
 pub mod hnsw;
+mod hugepages;
 pub mod index;
 pub mod records;
 pub mod store;

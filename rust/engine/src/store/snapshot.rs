@@ -155,6 +155,7 @@ fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what
         return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
     }
     let mut out = vec![T::default(); (len / size) as usize];
+    crate::hugepages::advise(&out); // before the read faults the pages in
     let bytes = bytes_of_mut(&mut out);
     const PARALLEL_FROM: usize = 64 << 20;
     let threads = if bytes.len() >= PARALLEL_FROM {
