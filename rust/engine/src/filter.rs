@@ -40,9 +40,31 @@ pub struct Resolved<'a> {
     time: Option<(i64, i64)>,
     namespace: Option<u32>,
     session: Option<u32>,
-    /// One bit per slot once [`Resolved::materialize`] ran: a graph walk tests thousands of
-    /// slots, and a bit in an L1-sized array is far cheaper than reading the columns.
-    bits: Option<Vec<u64>>,
+}
+
+/// The slots a filter allows, one bit each: a selective graph walk tests thousands of slots,
+/// and a bit in a small array is cheaper than reading the columns.
+pub struct SlotBits(Vec<u64>);
+
+impl SlotBits {
+    #[inline(always)]
+    pub fn contains(&self, slot: u32) -> bool {
+        self.0[slot as usize / 64] >> (slot % 64) & 1 == 1
+    }
+
+    /// The allowed slots in increasing order.
+    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, &word)| {
+            let mut w = word;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros();
+                    w &= w - 1;
+                    (i * 64) as u32 + bit
+                })
+            })
+        })
+    }
 }
 
 impl<'a> Resolved<'a> {
@@ -58,7 +80,7 @@ impl<'a> Resolved<'a> {
             Some(s) => Some(records.sessions.get(s)?),
             None => None,
         };
-        Some(Resolved { records, time: f.time_range, namespace, session, bits: None })
+        Some(Resolved { records, time: f.time_range, namespace, session })
     }
 
     /// The namespace id the filter names, if any.
@@ -78,20 +100,12 @@ impl<'a> Resolved<'a> {
 
     #[inline(always)]
     pub fn allows(&self, slot: u32) -> bool {
-        match &self.bits {
-            Some(bits) => bits[slot as usize / 64] >> (slot % 64) & 1 == 1,
-            None => self.check(slot),
-        }
-    }
-
-    #[inline(always)]
-    fn check(&self, slot: u32) -> bool {
         let s = slot as usize;
         let r = self.records;
-        r.alive[s]
+        self.time.is_none_or(|(lo, hi)| (lo..hi).contains(&r.timestamps[s]))
+            && r.alive[s]
             && self.namespace.is_none_or(|n| r.namespace[s] == n)
             && self.session.is_none_or(|n| r.session[s] == n)
-            && self.time.is_none_or(|(lo, hi)| (lo..hi).contains(&r.timestamps[s]))
     }
 
     /// How many records match, estimated cheaply: exact for a namespace alone, otherwise from
@@ -126,41 +140,63 @@ impl<'a> Resolved<'a> {
         }
     }
 
-    /// Precomputes the per-slot bitmap: one simple pass per restricting column into a byte
-    /// mask (each pass vectorises), then the bytes are packed eight at a time.
-    pub fn materialize(&mut self) {
+    /// The filter as a bitmap over all slots, with AVX2 where the CPU has it (the columns are
+    /// read once per selective query, so this pass is a fixed cost worth vectorising).
+    pub fn bitmap(&self) -> SlotBits {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected just above.
+            return SlotBits(unsafe { self.bitmap_avx2() });
+        }
+        SlotBits(self.bitmap_words())
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn bitmap_avx2(&self) -> Vec<u64> {
+        self.bitmap_words()
+    }
+
+    /// One pass over the columns, 64 slots at a time: each column's test fills a 64-byte mask
+    /// (the loops vectorise and the mask stays in L1), packed eight bytes at a time.
+    #[inline(always)]
+    fn bitmap_words(&self) -> Vec<u64> {
         let r = self.records;
         let cap = r.capacity();
-        let mut mask: Vec<u8> = r.alive.iter().map(|&a| a as u8).collect();
-        if let Some((lo, hi)) = self.time {
-            for (m, &t) in mask.iter_mut().zip(&r.timestamps) {
-                *m &= ((t >= lo) & (t < hi)) as u8;
+        let mut bits = Vec::with_capacity(cap.div_ceil(64));
+        let mut mask = [0u8; 64];
+        for base in (0..cap).step_by(64) {
+            let end = (base + 64).min(cap);
+            let m = &mut mask[..end - base];
+            for (m, &a) in m.iter_mut().zip(&r.alive[base..end]) {
+                *m = a as u8;
             }
-        }
-        if let Some(ns) = self.namespace {
-            for (m, &n) in mask.iter_mut().zip(&r.namespace) {
-                *m &= (n == ns) as u8;
+            if let Some((lo, hi)) = self.time {
+                // One unsigned comparison tests both ends of the half-open range.
+                let span = hi.wrapping_sub(lo) as u64;
+                for (m, &t) in m.iter_mut().zip(&r.timestamps[base..end]) {
+                    *m &= ((t.wrapping_sub(lo) as u64) < span) as u8;
+                }
             }
-        }
-        if let Some(sess) = self.session {
-            for (m, &n) in mask.iter_mut().zip(&r.session) {
-                *m &= (n == sess) as u8;
+            if let Some(ns) = self.namespace {
+                for (m, &n) in m.iter_mut().zip(&r.namespace[base..end]) {
+                    *m &= (n == ns) as u8;
+                }
             }
+            if let Some(sess) = self.session {
+                for (m, &n) in m.iter_mut().zip(&r.session[base..end]) {
+                    *m &= (n == sess) as u8;
+                }
+            }
+            mask[end - base..].fill(0);
+            bits.push(mask.chunks_exact(8).enumerate().fold(0u64, |acc, (i, b)| {
+                // Eight 0/1 bytes → eight bits: the multiply gathers bit 0 of each byte into
+                // the top byte, in order.
+                let x = u64::from_le_bytes(b.try_into().unwrap());
+                acc | ((x.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * i))
+            }));
         }
-        mask.resize(cap.div_ceil(64) * 64, 0);
-        let bits = mask
-            .chunks_exact(64)
-            .map(|chunk| {
-                chunk.chunks_exact(8).enumerate().fold(0u64, |acc, (i, b)| {
-                    // Eight 0/1 bytes → eight bits: the multiply gathers bit 0 of each byte
-                    // into the top byte, in order.
-                    let x = u64::from_le_bytes(b.try_into().unwrap());
-                    let byte = x.wrapping_mul(0x0102_0408_1020_4080) >> 56;
-                    acc | (byte << (8 * i))
-                })
-            })
-            .collect();
-        self.bits = Some(bits);
+        bits
     }
 
     /// Exact number of matching records, counting no further than `cap + 1`.
@@ -171,9 +207,9 @@ impl<'a> Resolved<'a> {
     /// Every matching slot (the exact-scan path).
     pub fn matching(&self) -> Box<dyn Iterator<Item = u32> + '_> {
         if self.namespace.is_none() && self.time.is_none() {
-            Box::new(self.records.all_slots().filter(move |&s| self.check(s)))
+            Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
         } else {
-            Box::new(self.records.range(self.namespace, self.time).filter(move |&s| self.check(s)))
+            Box::new(self.records.range(self.namespace, self.time).filter(move |&s| self.allows(s)))
         }
     }
 }
@@ -207,11 +243,13 @@ mod tests {
             Filter { time_range: Some((0, 999)), namespace: Some("ns2".into()), session: Some("s".into()) },
         ];
         for f in &filters {
-            let mut r = Resolved::new(&records, f).unwrap();
+            let r = Resolved::new(&records, f).unwrap();
             let direct: Vec<bool> = (0..1000).map(|s| r.allows(s)).collect();
-            r.materialize();
-            let bits: Vec<bool> = (0..1000).map(|s| r.allows(s)).collect();
+            let bitmap = r.bitmap();
+            let bits: Vec<bool> = (0..1000).map(|s| bitmap.contains(s)).collect();
             assert_eq!(direct, bits, "{f:?}");
+            let listed: Vec<u32> = (0..1000).filter(|&s| direct[s as usize]).collect();
+            assert_eq!(bitmap.ones().collect::<Vec<_>>(), listed, "{f:?}");
             assert!(direct.iter().any(|&b| b) && direct.iter().any(|&b| !b));
         }
     }
