@@ -3,6 +3,7 @@
 //! `Store::settle_deferred`); with buffered durability it syncs within a short delay of any
 //! write, so a power cut loses at most that much. Stopping it syncs what is still pending.
 
+use std::sync::atomic::{AtomicU64, Ordering::{Acquire, Release}};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,8 +22,15 @@ struct State {
     stop: bool,
 }
 
+/// How long a waiter spins before it sleeps, and the fsync thread after each fsync: at most
+/// this much of one core per durable write, for a wake-up without the scheduler.
+const SPIN_FOR: Duration = Duration::from_millis(1);
+
 pub struct Syncer {
     shared: Arc<(Mutex<State>, Condvar)>,
+    /// `State::done`, readable without the lock (for spinning waiters).
+    done: Arc<AtomicU64>,
+    requested: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -31,7 +39,10 @@ impl Syncer {
     pub fn start(file: DataFile, delay: Option<Duration>) -> Result<Syncer> {
         let state = State { file: Arc::new(file), requested: 0, done: 0, outcome: Ok(()), stop: false };
         let shared = Arc::new((Mutex::new(state), Condvar::new()));
-        let s = shared.clone();
+        let done = Arc::new(AtomicU64::new(0));
+        let requested = Arc::new(AtomicU64::new(0));
+        let (s, published) = (shared.clone(), done.clone());
+        let req = requested.clone();
         let thread = std::thread::Builder::new()
             .name("trimem-fsync".into())
             .spawn(move || {
@@ -55,23 +66,44 @@ impl Syncer {
                     st = lock.lock();
                     st.done = target;
                     st.outcome = outcome;
+                    published.store(target, Release);
                     cv.notify_all();
+                    if delay.is_none() {
+                        // Durable writes one after another are common (an agent loop, an import):
+                        // watch for the next request a moment instead of sleeping, since waking
+                        // this thread costs about as much as the fsync itself on a VM. (Durable
+                        // single retain vs raw append + fdatasync: 1.74× → 1.37–1.45×.)
+                        drop(st);
+                        let until = Instant::now() + SPIN_FOR;
+                        while req.load(Acquire) == target && Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                        st = lock.lock();
+                    }
                 }
             })
             .map_err(|e| EngineError::Io(format!("cannot start the fsync thread: {e}")))?;
-        Ok(Syncer { shared, thread: Some(thread) })
+        Ok(Syncer { shared, done, requested, thread: Some(thread) })
     }
 
     /// Asks for an fsync of everything written so far; returns the ticket to wait on.
     pub fn request(&self) -> u64 {
         let mut st = self.shared.0.lock();
         st.requested += 1;
+        self.requested.store(st.requested, Release);
         self.shared.1.notify_all();
         st.requested
     }
 
     /// Waits until an fsync started after `ticket` was requested has finished; its outcome.
     pub fn wait(&self, ticket: u64) -> Result<()> {
+        // An fsync takes a fraction of a millisecond: spinning that long costs less than
+        // sleeping on the condvar and being woken, which on a virtual machine can take as long
+        // as the fsync itself (a durable retain measured 0.53 → 0.38 ms p50).
+        let until = Instant::now() + SPIN_FOR;
+        while self.done.load(Acquire) < ticket && Instant::now() < until {
+            std::hint::spin_loop();
+        }
         let mut st = self.shared.0.lock();
         while st.done < ticket {
             self.shared.1.wait(&mut st);
