@@ -846,7 +846,7 @@ impl HybridIndex {
             }
             _ => {
                 let estimate = filter.estimate();
-                (estimate, estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold)
+                (estimate, vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold)
             }
         };
         // Under a few percent the allowed nodes are too sparse for the two-hop walk (recall@10
