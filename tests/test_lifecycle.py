@@ -287,6 +287,22 @@ def test_export_and_import_round_trip(tmp_path) -> None:
         dst.import_from(tmp_path / "bad.tmx")
 
 
+def test_import_restores_use_counts_durably(tmp_path) -> None:
+    src = Memory(embedder=None)
+    first = src.retain("The staging database is Postgres 16", user_id="u", timestamp=NOW - DAY)
+    src.retain("The staging database is Postgres 16", user_id="u", timestamp=NOW)  # a mention
+    src.recall("staging database", user_id="u", now=NOW)  # an access
+    before = src.search("staging database", user_id="u", now=NOW)[0].explain
+    assert (before["accesses"], before["mentions"]) == (1, 1)
+    src.export(tmp_path / "u.tmx", user_id="u")
+    with Memory(tmp_path / "dst", embedder=None) as dst:
+        dst.import_from(tmp_path / "u.tmx")
+    with Memory(tmp_path / "dst", embedder=None) as reopened:
+        [hit] = reopened.search("staging database", user_id="u", now=NOW)
+        assert hit.episode.text == first.text
+        assert (hit.explain["accesses"], hit.explain["mentions"]) == (1, 1)
+
+
 def test_recall_as_of_answers_with_what_was_known_then() -> None:
     mem = Memory(embedder=None)
     mem.facts.set("database", "mysql", user_id="u", at=NOW - 30 * DAY)
@@ -446,7 +462,7 @@ def test_use_counts_survive_a_failed_write(tmp_path, kind: str, write: str) -> N
         mem._store.clear_faults()
         assert mem.search("release train", user_id="u")[0].explain["accesses"] == 1
         mem.facts.set("editor", "vim", user_id="u")  # carries the pending count to the log
-        assert mem._touched == ([], [])
+        assert mem._touched == ([], [], [])
     with Memory(tmp_path / "m", embedder=None) as mem:
         hit = mem.search("release train", user_id="u")[0]
         assert hit.episode.id == e.id and hit.explain["accesses"] == 1

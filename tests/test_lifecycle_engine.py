@@ -43,6 +43,17 @@ def test_touch_counts_and_effective_importance_by_hand() -> None:
     assert dict(zip(hits.ids.tolist(), hits.importance.tolist()))[1] == pytest.approx(1.0)
 
 
+def test_mention_counts_like_a_duplicate() -> None:
+    idx = keyword_index()
+    assert idx.mention([1, 1, 99], T0 + 2 * DAY) == 2  # unknown ids are skipped
+    rec = idx.get(1)
+    assert rec is not None and (rec.accesses, rec.mentions, rec.last_access) == (0, 2, T0 + 2 * DAY)
+    hits = idx.search("billing", k=2, mode="bm25", importance_weight=0.01)
+    assert dict(zip(hits.ids.tolist(), hits.importance.tolist()))[1] == pytest.approx(0.2 + 0.2)  # 0.1 per mention
+    idx.mention([1], T0)  # an older use never moves the last use back
+    assert idx.get(1).last_access == T0 + 2 * DAY
+
+
 def test_reinforced_record_overtakes_an_equally_relevant_unused_one() -> None:
     idx = HybridIndex(0)
     idx.add(ids=[1, 2], texts=["postgres connection pool size", "postgres connection pool size"],

@@ -128,7 +128,7 @@ class Memory:
         self._lock = threading.RLock()
         self.policy = policy if policy is not None else Policy()
         # Recall hits counted in the engine at once, logged with the next write (OpTouch).
-        self._touched: tuple[list[int], list[int]] = ([], [])
+        self._touched: tuple[list[int], list[int], list[int]] = ([], [], [])  # episodes, knowledge, mentions
         self._touched_at = 0
         self.embedder = resolve_embedder(embedder)
         self.dim = self.embedder.dim if self.embedder is not None else 0
@@ -250,7 +250,7 @@ class Memory:
                 extra = [] if self._perceptual is None else self._perceptual.indexes()
                 self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index), *extra],
                                        encode_state(self._state()))
-                self._touched = ([], [])  # the snapshot holds the counts
+                self._touched = ([], [], [])  # the snapshot holds the counts
 
     def purge(self) -> None:
         """Compacts the store so that nothing forgotten remains in the folder: a fresh snapshot
@@ -339,29 +339,34 @@ class Memory:
 
     def _take_touches(self) -> OpTouch | None:
         """The pending use counts as one op (or none), handed to the next write."""
-        eps, kn = self._touched
-        if not eps and not kn:
+        eps, kn, mentioned = self._touched
+        if not eps and not kn and not mentioned:
             return None
-        self._touched = ([], [])
-        return OpTouch(episode_ids=eps, knowledge_ids=kn, at=self._touched_at)
+        self._touched = ([], [], [])
+        return OpTouch(episode_ids=eps, knowledge_ids=kn, at=self._touched_at, episode_mentions=mentioned)
 
     def _restore_touches(self, touch: OpTouch | None) -> None:
         if touch is not None:
             self._touched[0].extend(touch.episode_ids)
             self._touched[1].extend(touch.knowledge_ids)
+            self._touched[2].extend(touch.episode_mentions)
 
-    def _touch(self, episode_ids: list[int], knowledge_ids: list[int], at: int) -> None:
-        """Counts one use of each recalled item: in the engine now, in the log with the next
-        write (or once `policy.touch_flush` are pending). A crash can lose the counts of the
-        last few recalls, never a write."""
+    def _touch(self, episode_ids: list[int], knowledge_ids: list[int], at: int,
+               episode_mentions: list[int] | None = None) -> None:
+        """Counts one use of each recalled item (and one mention of each of `episode_mentions`):
+        in the engine now, in the log with the next write (or once `policy.touch_flush` are
+        pending). A crash can lose the counts of the last few recalls, never a write."""
+        mentioned = episode_mentions or []
         with self._lock:
-            self._apply_touch(OpTouch(episode_ids=episode_ids, knowledge_ids=knowledge_ids, at=at))
+            self._apply_touch(OpTouch(episode_ids=episode_ids, knowledge_ids=knowledge_ids, at=at,
+                                      episode_mentions=mentioned))
             if self._store is None:
                 return
             self._touched[0].extend(episode_ids)
             self._touched[1].extend(knowledge_ids)
+            self._touched[2].extend(mentioned)
             self._touched_at = max(self._touched_at, at)
-            if len(self._touched[0]) + len(self._touched[1]) >= self.policy.touch_flush:
+            if sum(map(len, self._touched)) >= self.policy.touch_flush:
                 self.flush_touches()
 
     def flush_touches(self) -> None:
@@ -375,6 +380,8 @@ class Memory:
             self._episode_index.touch(op.episode_ids, op.at)
         if op.knowledge_ids:
             self._knowledge_index.touch(op.knowledge_ids, op.at)
+        if op.episode_mentions:
+            self._episode_index.mention(op.episode_mentions, op.at)
 
     def _apply(self, op: Op) -> None:
         if isinstance(op, OpRetain):

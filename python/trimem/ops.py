@@ -69,6 +69,7 @@ class OpTouch(msgspec.Struct, tag="touch", frozen=True):
     episode_ids: list[int] = []
     knowledge_ids: list[int] = []
     at: int = 0
+    episode_mentions: list[int] = []  # one mention each (restored counts of an import)
 
 
 class OpCursor(msgspec.Struct, tag="cursor", frozen=True):

@@ -189,8 +189,8 @@ def import_export(mem: Memory, path: str | os.PathLike[str]) -> dict[str, int]:
         new = mem.retain_many(items, vectors=vectors) if items else []
         renumber = {x.episode.id: e.id for x, e in zip(bundle.episodes, new)}
         for x, e in zip(bundle.episodes, new):
-            if x.accesses and e.id == renumber[x.episode.id]:
-                mem._touch([e.id] * x.accesses, [], x.last_access)  # use counts come along
+            if (x.accesses or x.mentions) and e.id == renumber[x.episode.id]:
+                mem._touch([e.id] * x.accesses, [], x.last_access, [e.id] * x.mentions)  # use counts come along
         ops: list[Any] = []
         for f in bundle.facts:
             for v in f.history:

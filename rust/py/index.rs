@@ -205,6 +205,14 @@ impl HybridIndex {
         Ok(py.detach(|| inner.write().touch(&ids, at)))
     }
 
+    /// Counts one mention (the record was seen again) of each record: mentions + 1, last use
+    /// `at` (µs). Unknown ids are skipped; returns how many were found.
+    fn mention(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, at: i64) -> PyResult<usize> {
+        let ids = convert::ids(ids)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| inner.write().mention(&ids, at)))
+    }
+
     /// Columns of the matching records as numpy arrays (keys: ids, timestamps, importance,
     /// accesses, mentions, last_access, bytes), for bulk policies and statistics.
     #[pyo3(signature = (*, namespace = None, session = None, time_range = None))]

@@ -499,11 +499,22 @@ impl HybridIndex {
     /// (µs). Unknown ids are skipped (a use may arrive after a forget); returns how many were
     /// found.
     pub fn touch(&mut self, ids: &[u64], at: i64) -> usize {
+        self.count_uses(ids, at, |r, s| r.accesses[s] = r.accesses[s].saturating_add(1))
+    }
+
+    /// Counts one mention (the record was seen again, as a duplicate does) of each record:
+    /// mentions + 1, last use `at` (µs). Unknown ids are skipped; returns how many were found.
+    /// Dedup counts mentions itself; this restores them elsewhere (an imported export).
+    pub fn mention(&mut self, ids: &[u64], at: i64) -> usize {
+        self.count_uses(ids, at, |r, s| r.mentions[s] = r.mentions[s].saturating_add(1))
+    }
+
+    fn count_uses(&mut self, ids: &[u64], at: i64, count: impl Fn(&mut Records, usize)) -> usize {
         let mut n = 0;
         for &id in ids {
             if let Some(slot) = self.records.slot(id) {
                 let s = slot as usize;
-                self.records.accesses[s] = self.records.accesses[s].saturating_add(1);
+                count(&mut self.records, s);
                 self.records.last_access[s] = self.records.last_access[s].max(at);
                 n += 1;
             }
