@@ -543,7 +543,7 @@ impl HybridIndex {
             c.accesses.push(rec.accesses[s]);
             c.mentions.push(rec.mentions[s]);
             c.last_access.push(rec.last_access[s]);
-            c.text_bytes.push((rec.texts[s].len() + rec.payloads[s].len()) as u64);
+            c.text_bytes.push((rec.text(s as u32).len() + rec.payload(s as u32).len()) as u64);
         }
         Ok(c)
     }
@@ -565,7 +565,7 @@ impl HybridIndex {
         let mut n = 0;
         for &id in ids {
             let Some(slot) = self.records.slot(id) else { continue };
-            let terms = self.tokenizer.tokenize(&self.records.texts[slot as usize]);
+            let terms = self.tokenizer.tokenize(self.records.text(slot));
             self.bm25.remove(slot, &terms);
             self.hnsw.remove(slot);
             self.records.remove(slot);
@@ -717,7 +717,7 @@ impl HybridIndex {
     pub fn bm25_score(&self, text: &str, id: u64) -> Result<f32> {
         let slot = self.records.slot(id).ok_or(EngineError::UnknownId(id))?;
         let q = self.tokenizer.tokenize(text);
-        let d = self.tokenizer.tokenize(&self.records.texts[slot as usize]);
+        let d = self.tokenizer.tokenize(self.records.text(slot));
         Ok(self.bm25.score(&q, slot, &d))
     }
 

@@ -5,6 +5,7 @@
 //! query — filters applied inside both legs, reciprocal rank fusion, optional decay and
 //! importance terms — in one call.
 
+mod arena;
 pub mod bm25;
 pub mod dedup;
 pub mod distance;

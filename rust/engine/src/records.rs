@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 // foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
 use foldhash::{HashMap, HashMapExt};
 
+use crate::arena::Arena;
 use crate::dedup::{DedupIndex, Fingerprint};
 use crate::error::{EngineError, Result};
 use crate::store::codec::{Dec, Enc};
@@ -148,8 +149,7 @@ pub struct Records {
     pub timestamps: Vec<i64>,
     pub namespace: Vec<u32>,
     pub session: Vec<u32>,
-    pub texts: Vec<Box<str>>,
-    pub payloads: Vec<Box<[u8]>>,
+    texts: Arena,
     pub importance: Vec<f32>,
     /// Use of each record: times recalled, times seen again (a duplicate reinforced it) and
     /// when it was last used (µs, 0 = never). The lifecycle's reinforcement reads these.
@@ -195,7 +195,15 @@ impl Records {
     }
 
     pub fn payload_bytes(&self) -> usize {
-        self.payloads.iter().map(|p| p.len()).sum()
+        (0..self.ids.len()).map(|s| self.texts.payload(s).len()).sum()
+    }
+
+    pub fn text(&self, slot: u32) -> &str {
+        self.texts.text(slot as usize)
+    }
+
+    pub fn payload(&self, slot: u32) -> &[u8] {
+        self.texts.payload(slot as usize)
     }
 
     /// The slot a new record will take: a freed one first, so storage stays compact.
@@ -219,8 +227,7 @@ impl Records {
                 self.timestamps.push(0);
                 self.namespace.push(0);
                 self.session.push(0);
-                self.texts.push("".into());
-                self.payloads.push(Box::new([]));
+                self.texts.push_empty();
                 self.importance.push(0.0);
                 self.accesses.push(0);
                 self.mentions.push(0);
@@ -235,8 +242,7 @@ impl Records {
         self.timestamps[s] = r.timestamp;
         self.namespace[s] = ns;
         self.session[s] = sess;
-        self.texts[s] = r.text.as_str().into();
-        self.payloads[s] = r.payload.as_slice().into();
+        self.texts.set(s, &r.text, &r.payload);
         self.importance[s] = r.importance;
         self.accesses[s] = 0;
         self.mentions[s] = 0;
@@ -267,9 +273,8 @@ impl Records {
         if self.session[s] != 0 {
             self.sessions.release(self.session[s]);
         }
-        self.text_bytes -= self.texts[s].len();
-        self.texts[s] = "".into();
-        self.payloads[s] = Box::new([]);
+        self.text_bytes -= self.texts.text(s).len();
+        self.texts.clear(s);
         self.namespace[s] = 0;
         self.session[s] = 0;
         self.free.push(slot);
@@ -324,9 +329,9 @@ impl Records {
         e.array(&sets);
         let alive: Vec<u8> = self.alive.iter().map(|&a| a as u8).collect();
         e.array(&alive);
-        for (t, p) in self.texts.iter().zip(&self.payloads) {
-            e.str(t);
-            e.bytes(p);
+        for s in 0..self.ids.len() {
+            e.str(self.texts.text(s));
+            e.bytes(self.texts.payload(s));
         }
         e.array(&self.free);
         self.namespaces.encode(e);
@@ -361,8 +366,7 @@ impl Records {
             return Err(d.error("bad liveness flag"));
         }
         let alive: Vec<bool> = alive_raw.into_iter().map(|a| a == 1).collect();
-        let mut texts = Vec::with_capacity(n);
-        let mut payloads = Vec::with_capacity(n);
+        let mut texts = Arena::with_capacity(n, 0);
         let mut text_bytes = 0;
         for (s, &live) in alive.iter().enumerate() {
             let t = d.str()?;
@@ -371,8 +375,8 @@ impl Records {
                 return Err(d.error(format!("freed slot {s} still holds data")));
             }
             text_bytes += t.len();
-            texts.push(Box::<str>::from(t));
-            payloads.push(Box::<[u8]>::from(p));
+            texts.push_empty();
+            texts.set(s, t, p);
         }
         let free: Vec<u32> = d.array()?;
         let mut seen = vec![false; n];
@@ -422,7 +426,6 @@ impl Records {
             namespace,
             session,
             texts,
-            payloads,
             importance,
             accesses,
             mentions,
@@ -446,8 +449,8 @@ impl Records {
             namespace: self.namespaces.name(self.namespace[s]).to_owned(),
             session: (self.session[s] != 0).then(|| self.sessions.name(self.session[s]).to_owned()),
             timestamp: self.timestamps[s],
-            text: self.texts[s].to_string(),
-            payload: self.payloads[s].to_vec(),
+            text: self.texts.text(s).to_owned(),
+            payload: self.texts.payload(s).to_vec(),
             importance: self.importance[s],
             vector,
         }
