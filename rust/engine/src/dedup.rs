@@ -49,7 +49,7 @@ pub struct DedupParams {
     pub min_cosine: f32,
     /// SimHash distance within which a record is a candidate.
     pub candidate_bits: u32,
-    /// How many of the namespace's most recent records are compared.
+    /// How many of the namespace's most recent records are compared (at most [`RECENT_KEEP`]).
     pub scan: usize,
 }
 
@@ -122,6 +122,9 @@ pub fn fingerprint(terms: &[String]) -> Fingerprint {
     Fingerprint { exact, sim, set }
 }
 
+/// How many recent SimHashes a namespace keeps: the most `DedupParams::scan` can use.
+pub const RECENT_KEEP: usize = 4096;
+
 /// One namespace's fingerprints: exact hashes, and the recent SimHashes in insertion order
 /// (entries of removed records are skipped when read and dropped once they are half).
 #[derive(Default)]
@@ -141,6 +144,12 @@ impl DedupIndex {
         let ns = self.namespaces.entry(namespace).or_default();
         ns.exact.insert(fp.exact, slot);
         ns.recent.push((fp.sim, slot));
+        // Candidates come from the newest `scan` entries only: keeping every record's entry
+        // cost 16 B per record (1 % of a 1M × 384 store's memory) for nothing.
+        if ns.recent.len() >= 2 * RECENT_KEEP {
+            ns.recent.drain(..ns.recent.len() - RECENT_KEEP);
+            ns.stale = ns.stale.min(ns.recent.len());
+        }
     }
 
     /// Forgets a removed record. `live(slot, sim)` says whether a listed slot still holds that
@@ -170,7 +179,7 @@ impl DedupIndex {
     /// (newest on ties).
     pub fn candidates(&self, namespace: u32, fp: Fingerprint, p: &DedupParams, live: impl Fn(u32, u64) -> bool) -> Vec<u32> {
         let Some(ns) = self.namespaces.get(&namespace) else { return Vec::new() };
-        let from = ns.recent.len().saturating_sub(p.scan);
+        let from = ns.recent.len().saturating_sub(p.scan.min(RECENT_KEEP));
         let mut near = Vec::new();
         near_positions(&ns.recent[from..], fp.sim, p.candidate_bits, &mut near);
         let mut found: Vec<(u32, usize, u32)> = near
@@ -260,5 +269,24 @@ mod tests {
         d.remove(1, 10, fp, |_, _| false);
         assert_eq!(d.exact(1, fp), None);
         assert!(d.candidates(1, fp, &DedupParams::default(), |_, _| false).is_empty());
+    }
+
+    #[test]
+    fn recent_entries_are_bounded_and_the_window_is_unchanged() {
+        let mut d = DedupIndex::default();
+        let fp = |i: u64| Fingerprint { exact: i, sim: i.wrapping_mul(0x9E37_79B9_7F4A_7C15), set: [0; 4] };
+        let n = 5 * RECENT_KEEP as u64;
+        for i in 0..n {
+            d.insert(7, i as u32, fp(i));
+        }
+        let ns = &d.namespaces[&7];
+        assert!(ns.recent.len() < 2 * RECENT_KEEP && ns.exact.len() == n as usize);
+        let p = DedupParams { candidate_bits: 0, ..DedupParams::default() };
+        // The newest records are candidates of themselves; one just outside the window is not.
+        let live = |_: u32, _: u64| true;
+        assert_eq!(d.candidates(7, fp(n - 1), &p, live), vec![(n - 1) as u32]);
+        assert_eq!(d.candidates(7, fp(n - 1024), &p, live), vec![(n - 1024) as u32]);
+        assert!(d.candidates(7, fp(n - 1025), &p, live).is_empty());
+        assert_eq!(d.exact(7, fp(0)), Some(0)); // exact hashes are all kept
     }
 }
