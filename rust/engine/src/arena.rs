@@ -25,11 +25,14 @@ pub struct Arena {
     spans: Vec<Span>,
     /// Bytes in `bytes` that no span covers any more.
     dead: usize,
+    /// Live text and payload bytes.
+    text_bytes: usize,
+    payload_bytes: usize,
 }
 
 impl Arena {
     pub fn with_capacity(slots: usize, bytes: usize) -> Self {
-        Arena { bytes: Vec::with_capacity(bytes), spans: Vec::with_capacity(slots), dead: 0 }
+        Arena { bytes: Vec::with_capacity(bytes), spans: Vec::with_capacity(slots), ..Default::default() }
     }
 
     /// Adds an empty slot at the end.
@@ -45,6 +48,8 @@ impl Arena {
         self.bytes.extend_from_slice(text.as_bytes());
         self.bytes.extend_from_slice(payload);
         self.spans[slot] = span;
+        self.text_bytes += text.len();
+        self.payload_bytes += payload.len();
     }
 
     /// Empties `slot`, zeroing its bytes.
@@ -53,6 +58,8 @@ impl Arena {
         let at = span.at as usize;
         self.bytes[at..at + span.len()].fill(0);
         self.dead += span.len();
+        self.text_bytes -= span.text as usize;
+        self.payload_bytes -= span.payload as usize;
         if self.dead > (1 << 20) && self.dead > self.bytes.len() - self.dead {
             self.compact();
         }
@@ -64,6 +71,14 @@ impl Arena {
         // SAFETY: a span's text bytes are copied from a `&str` in `set` and moved only whole,
         // by `compact`; nothing else writes inside a live span.
         unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    pub fn text_bytes(&self) -> usize {
+        self.text_bytes
+    }
+
+    pub fn payload_bytes(&self) -> usize {
+        self.payload_bytes
     }
 
     pub fn payload(&self, slot: usize) -> &[u8] {
@@ -112,6 +127,8 @@ mod tests {
             }
         }
         assert!(a.dead < a.bytes.len(), "compacted: dead {} of {}", a.dead, a.bytes.len());
+        let (texts, payloads): (usize, usize) = (0..n).map(|s| (a.text(s).len(), a.payload(s).len())).fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+        assert_eq!((a.text_bytes(), a.payload_bytes()), (texts, payloads));
         // Cleared bytes are zeros, not the forgotten text.
         let live: usize = a.spans.iter().map(|s| s.len()).sum();
         assert!(a.bytes.iter().filter(|&&b| b != 0).count() <= live);

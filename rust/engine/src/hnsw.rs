@@ -588,11 +588,10 @@ impl Hnsw {
         &self,
         q: &[f32],
         k: usize,
-        slots: impl Iterator<Item = u32>,
+        slots: &[u32],
         tie_key: impl Fn(u32) -> u64,
     ) -> Vec<(f32, u32)> {
         let mut top = crate::topk::TopK::new(k);
-        let slots: Vec<u32> = slots.filter(|&s| self.contains(s)).collect();
         // Matches are scattered over the array, so each vector is a fresh trip to memory: fetch
         // whole vectors a few ahead so that the trips overlap.
         // (Measured at 100k × 384, 5 % of slots: 2–4 ahead ~25 % faster than none or 8 ahead,
@@ -604,6 +603,9 @@ impl Hnsw {
         for (i, &s) in slots.iter().enumerate() {
             if let Some(&next) = slots.get(i + AHEAD) {
                 self.prefetch_whole_vector(next);
+            }
+            if !self.contains(s) {
+                continue;
             }
             let sim = (self.dot)(q, self.vector(s));
             if top.admits(sim) {
@@ -817,7 +819,7 @@ mod tests {
     fn recall(h: &Hnsw, queries: &[Vec<f32>], n: usize, k: usize) -> f64 {
         let mut hit = 0;
         for q in queries {
-            let truth: Vec<u32> = h.exact(q, k, 0..n as u32, |s| s as u64).iter().map(|x| x.1).collect();
+            let truth: Vec<u32> = h.exact(q, k, &(0..n as u32).collect::<Vec<_>>(), |s| s as u64).iter().map(|x| x.1).collect();
             let got = h.search(q, k, 64, None::<&fn(u32) -> bool>, false, 0);
             hit += got.iter().filter(|x| truth.contains(&x.1)).count();
         }

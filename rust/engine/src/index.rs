@@ -9,10 +9,10 @@ use foldhash::{HashSet, HashSetExt};
 use crate::bm25::{Bm25, Bm25Params};
 use crate::dedup::{fingerprint, DedupParams, Fingerprint};
 use crate::error::{EngineError, Result};
-use crate::filter::{Filter, Resolved};
+use crate::filter::{Filter, Resolved, SlotBits};
 use crate::fusion::{fuse, FusionParams, Hit};
 use crate::hnsw::{Hnsw, HnswParams};
-use crate::records::{validate_name, Record, Records};
+use crate::records::{validate_name, Record, Records, Use};
 use crate::store::codec::{Dec, Enc};
 use crate::tokenize::{Tokenizer, TokenizerOptions};
 
@@ -447,10 +447,8 @@ impl HybridIndex {
             let fp = batch.prints[row];
             if let Some(p) = dedup {
                 if let Some(dup) = self.duplicate_of(r, fp, p) {
-                    let d = dup as usize;
-                    self.records.mentions[d] = self.records.mentions[d].saturating_add(1);
-                    self.records.last_access[d] = self.records.last_access[d].max(r.timestamp);
-                    duplicates[row] = Some(self.records.ids[d]);
+                    self.records.count_use(dup, Use::Mention, r.timestamp);
+                    duplicates[row] = Some(self.records.ids[dup as usize]);
                     continue;
                 }
             }
@@ -499,23 +497,21 @@ impl HybridIndex {
     /// (µs). Unknown ids are skipped (a use may arrive after a forget); returns how many were
     /// found.
     pub fn touch(&mut self, ids: &[u64], at: i64) -> usize {
-        self.count_uses(ids, at, |r, s| r.accesses[s] = r.accesses[s].saturating_add(1))
+        self.count_uses(ids, Use::Access, at)
     }
 
     /// Counts one mention (the record was seen again, as a duplicate does) of each record:
     /// mentions + 1, last use `at` (µs). Unknown ids are skipped; returns how many were found.
     /// Dedup counts mentions itself; this restores them elsewhere (an imported export).
     pub fn mention(&mut self, ids: &[u64], at: i64) -> usize {
-        self.count_uses(ids, at, |r, s| r.mentions[s] = r.mentions[s].saturating_add(1))
+        self.count_uses(ids, Use::Mention, at)
     }
 
-    fn count_uses(&mut self, ids: &[u64], at: i64, count: impl Fn(&mut Records, usize)) -> usize {
+    fn count_uses(&mut self, ids: &[u64], kind: Use, at: i64) -> usize {
         let mut n = 0;
         for &id in ids {
             if let Some(slot) = self.records.slot(id) {
-                let s = slot as usize;
-                count(&mut self.records, s);
-                self.records.last_access[s] = self.records.last_access[s].max(at);
+                self.records.count_use(slot, kind, at);
                 n += 1;
             }
         }
@@ -880,7 +876,7 @@ impl HybridIndex {
             return (Vec::new(), Plan::None);
         }
         if plan.exact {
-            return (self.exact(q, window, filter, plan.estimate), Plan::Exact);
+            return (self.exact(q, window, filter, plan.estimate, None), Plan::Exact);
         }
         // The bitmap is built here, not before the legs, so that it overlaps the BM25 leg.
         let bits = plan.two_hop.then(|| filter.bitmap());
@@ -920,22 +916,26 @@ impl HybridIndex {
         if hits.len() >= window || (!plan.restricts && hits.len() >= plan.population.min(self.hnsw.len())) {
             return (hits, Plan::Graph);
         }
-        (self.exact(q, window, filter, plan.estimate), Plan::GraphThenExact)
+        (self.exact(q, window, filter, plan.estimate, bits.as_ref()), Plan::GraphThenExact)
     }
 
-    fn exact(&self, q: &[f32], window: usize, filter: &Resolved, estimate: usize) -> Vec<(f32, u32)> {
+    /// Exact top-`window` over the matches; `bits` is the filter's bitmap when the graph walk
+    /// built one already.
+    fn exact(&self, q: &[f32], window: usize, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>) -> Vec<(f32, u32)> {
         // Slot order reads the vectors front to back, which the memory system likes. Past about
         // one match in a hundred slots, one vectorised pass over the columns lists them in that
         // order more cheaply than walking the time index and sorting.
-        let slots: Vec<u32> = if estimate.saturating_mul(128) >= self.records.capacity() {
-            filter.bitmap().ones().collect()
-        } else {
-            let mut slots: Vec<u32> = filter.matching().collect();
-            slots.sort_unstable();
-            slots
+        let slots: Vec<u32> = match bits {
+            Some(b) => b.ones().collect(),
+            None if estimate.saturating_mul(128) >= self.records.capacity() => filter.bitmap().ones().collect(),
+            None => {
+                let mut slots: Vec<u32> = filter.matching().collect();
+                slots.sort_unstable();
+                slots
+            }
         };
         let ids = &self.records.ids;
-        self.hnsw.exact(q, window, slots.into_iter(), |s| ids[s as usize])
+        self.hnsw.exact(q, window, &slots, |s| ids[s as usize])
     }
 }
 

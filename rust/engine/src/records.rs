@@ -142,6 +142,13 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<()> {
     Err(EngineError::InvalidName { what, reason: format!("{name:?}: {reason}") })
 }
 
+/// What a use of a record was, for [`Records::count_use`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    Access,
+    Mention,
+}
+
 #[derive(Default)]
 pub struct Records {
     pub ids: Vec<u64>,
@@ -166,7 +173,6 @@ pub struct Records {
     by_namespace_time: BTreeSet<(u32, i64, u32)>,
     /// (timestamp, slot): all records in time order.
     by_time: BTreeSet<(i64, u32)>,
-    text_bytes: usize,
 }
 
 impl Records {
@@ -191,11 +197,11 @@ impl Records {
     }
 
     pub fn text_bytes(&self) -> usize {
-        self.text_bytes
+        self.texts.text_bytes()
     }
 
     pub fn payload_bytes(&self) -> usize {
-        (0..self.ids.len()).map(|s| self.texts.payload(s).len()).sum()
+        self.texts.payload_bytes()
     }
 
     pub fn text(&self, slot: u32) -> &str {
@@ -204,6 +210,18 @@ impl Records {
 
     pub fn payload(&self, slot: u32) -> &[u8] {
         self.texts.payload(slot as usize)
+    }
+
+    /// Counts one use of the record in `slot` (a recall returned it, or a duplicate mentioned
+    /// it again); its last use moves to `at` (µs) unless it is later already.
+    pub fn count_use(&mut self, slot: u32, kind: Use, at: i64) {
+        let s = slot as usize;
+        let counter = match kind {
+            Use::Access => &mut self.accesses[s],
+            Use::Mention => &mut self.mentions[s],
+        };
+        *counter = counter.saturating_add(1);
+        self.last_access[s] = self.last_access[s].max(at);
     }
 
     /// The slot a new record will take: a freed one first, so storage stays compact.
@@ -253,7 +271,6 @@ impl Records {
         self.slot_of.insert(r.id, slot);
         self.by_namespace_time.insert((ns, r.timestamp, slot));
         self.by_time.insert((r.timestamp, slot));
-        self.text_bytes += r.text.len();
         slot
     }
 
@@ -273,7 +290,6 @@ impl Records {
         if self.session[s] != 0 {
             self.sessions.release(self.session[s]);
         }
-        self.text_bytes -= self.texts.text(s).len();
         self.texts.clear(s);
         self.namespace[s] = 0;
         self.session[s] = 0;
@@ -367,14 +383,12 @@ impl Records {
         }
         let alive: Vec<bool> = alive_raw.into_iter().map(|a| a == 1).collect();
         let mut texts = Arena::with_capacity(n, 0);
-        let mut text_bytes = 0;
         for (s, &live) in alive.iter().enumerate() {
             let t = d.str()?;
             let p = d.bytes()?;
             if !live && !(t.is_empty() && p.is_empty()) {
                 return Err(d.error(format!("freed slot {s} still holds data")));
             }
-            text_bytes += t.len();
             texts.push_empty();
             texts.set(s, t, p);
         }
@@ -438,7 +452,6 @@ impl Records {
             sessions,
             by_namespace_time: by_namespace_time.into_iter().collect(),
             by_time: by_time.into_iter().collect(),
-            text_bytes,
         })
     }
 
