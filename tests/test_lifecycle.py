@@ -467,3 +467,32 @@ def test_use_counts_survive_a_failed_write(tmp_path, kind: str, write: str) -> N
         hit = mem.search("release train", user_id="u")[0]
         assert hit.episode.id == e.id and hit.explain["accesses"] == 1
         assert mem.facts.get("city", user_id="u") is None
+
+
+def test_purge_leaves_no_forgotten_fact_in_the_graph(tmp_path) -> None:
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        mem.retain("Dana started at a new company", user_id="u")
+        mem.facts.set("employer", "Zorblatt Industries", user_id="u")
+        assert mem.graph is not None  # built, with the fact in it
+        mem.forget(user_id="u", everything=True)
+        mem.purge()
+    folder = b"".join(p.read_bytes() for p in (tmp_path / "m").iterdir() if p.is_file())
+    assert b"Zorblatt" not in folder
+
+
+def test_consolidation_validates_like_retain() -> None:
+    mem = Memory(embedder=None)
+    mem.add_turn("s", "user", "Remember: deploys happen on Fridays", user_id="u", agent_id="x/y", importance=0.9)
+    with pytest.raises(InvalidArgumentError):
+        mem.consolidate("s", user_id="u", agent_id="x/y")
+    assert mem.episodes(user_id="u") == []
+    for text in ("Remember: deploys happen on Fridays", "Remember: the VPN needs a token"):
+        mem.add_turn("t", "user", text, user_id="u", importance=0.9)
+    kept = mem.consolidate("t", user_id="u").kept
+    assert len(kept) == 2 and kept[0].metadata is not kept[1].metadata and kept[0].keywords is not kept[1].keywords
+
+
+def test_share_reaches_a_threshold_equal_to_the_stored_importance() -> None:
+    mem = Memory(embedder=None)
+    mem.retain("Prefers dark mode", user_id="u", importance=0.7)  # stored as float32 0.69999999
+    assert len(mem.share(from_agent="default", to_agent="b", user_id="u", min_importance=0.7)) == 1

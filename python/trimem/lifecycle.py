@@ -83,12 +83,14 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     def effective_importance(self, base: float, uses: int) -> float:
         """Base importance grown by use (the same function the engine applies in search)."""
-        return round(float(self.effective(np.asarray(base, np.float64), np.asarray(uses, np.float64))), 6)
+        return float(self.effective(np.asarray(base, np.float64), np.asarray(uses, np.float64)))
 
     def effective(self, base: np.ndarray, uses: np.ndarray) -> np.ndarray:
-        """`effective_importance` over whole columns (an importance set at or above 1 is kept)."""
+        """`effective_importance` over whole columns (an importance set at or above 1 is kept).
+        Rounded to 6 places: the engine stores importance as float32, and 0.7 read back as
+        0.69999999 must still reach a threshold of 0.7."""
         grown = np.minimum(1.0, base + np.minimum(self.reinforce_cap, self.reinforce_step * uses))
-        return np.where(base >= 1.0, base, grown)
+        return np.round(np.where(base >= 1.0, base, grown), 6)
 
     def effective_of(self, columns: dict[str, np.ndarray]) -> np.ndarray:
         """Effective importance of the records of `HybridIndex.columns`."""
@@ -155,11 +157,10 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
     from trimem.memory import MAX_TEXT_CHARS
 
     threshold = mem.policy.consolidate_importance
-    # Turns were checked when they were added (Memory.add_turn), so they skip retain's
-    # per-item validation: consolidating costs less than retaining the same items.
-    base: dict[str, Any] = dict(agent_id=agent_id, user_id=user_id, session_id=session_id, topic=None, keywords=[], metadata={},
-                tool=None)
-    drafts = [dict(base, text=t.text, timestamp=t.timestamp, role=str(t.role), importance=min(1.0, float(t.importance)))
+    # Empty or over-long turns expire instead of failing the whole consolidation; the rest go
+    # through retain's own validation (ids, text, importance), as any episode does.
+    drafts = [mem._episode_fields(t.text, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                  role=str(t.role), timestamp=t.timestamp, importance=min(1.0, float(t.importance)))
               for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
     kept = mem._retain_drafts(drafts, None)
     return Consolidation(session_id=session_id, kept=kept, expired=len(items) - len(kept))

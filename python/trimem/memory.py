@@ -729,6 +729,12 @@ class Memory:
             self._graph.remove_sources(op.episode_ids)
             for a, u in op.users:
                 self._graph.clear(scope=f"{a}/{u}")
+        # The graph's copy of the facts goes with them (it is saved with every checkpoint).
+        users, keys = set(map(tuple, op.users)), set(map(tuple, op.facts))
+        for a, u, key in [fk for fk in self._graph_facts if fk[:2] in users or fk in keys]:
+            if self._graph is not None and (a, u) not in users:
+                self._graph.remove_fact(key, scope=f"{a}/{u}")
+            del self._graph_facts[(a, u, key)]
         self.knowledge._drop(op.knowledge_ids)
         self.facts._forget_sources(op.episode_ids)
         self.facts._remove_keys(op.facts)
