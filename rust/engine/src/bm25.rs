@@ -83,6 +83,15 @@ impl Bm25 {
         self.term_ids.get(term).map_or(0, |&t| self.postings[t as usize].len())
     }
 
+    /// Postings a search for these terms reads (each distinct term once): its cost, about
+    /// 6 ns each on this project's machine.
+    pub fn postings_to_read(&self, query_terms: &[String]) -> usize {
+        let mut terms: Vec<&str> = query_terms.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        terms.iter().map(|t| self.doc_freq(t)).sum()
+    }
+
     pub fn doc_len(&self, slot: u32) -> u32 {
         self.doc_len.get(slot as usize).copied().unwrap_or(0)
     }

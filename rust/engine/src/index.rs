@@ -53,8 +53,12 @@ impl ImageBlocks {
 /// 2: use counts (accesses, mentions, last access) and dedup fingerprints per record.
 const IMAGE_VERSION: u32 = 2;
 
-/// Records from which a hybrid search runs its two legs in parallel.
-const PARALLEL_LEGS_MIN: usize = 20_000;
+/// BM25 postings from which a hybrid search runs its two legs in parallel. Handing a leg to
+/// another thread and waiting for it costs about 0.12 ms on this project's 2-core VMs (a
+/// sleeping thread is woken twice), more than a typical BM25 leg (a few thousand postings at
+/// ~6 ns each, 0.03 ms at 100k records): only a leg of ~0.2 ms or more gains from the hand-off.
+/// (Measured at 100k × 384: hybrid p50 0.38 ms with parallel legs, 0.26 ms one after the other.)
+const PARALLEL_LEGS_POSTINGS: usize = 32_768;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
@@ -793,12 +797,12 @@ impl HybridIndex {
         let window = p.window.unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
 
         let plan = self.plan(&filter, query_vec.is_some());
-        let bm25_leg = || match use_text {
-            Some(t) => {
-                let terms = self.tokenizer.tokenize(t);
+        let terms = use_text.map(|t| self.tokenizer.tokenize(t));
+        let bm25_leg = || match &terms {
+            Some(terms) => {
                 let ids = &self.records.ids;
                 self.bm25.search(
-                    &terms,
+                    terms,
                     window,
                     p.min_bm25.unwrap_or(f32::MIN),
                     |s| filter.allows(s),
@@ -811,13 +815,13 @@ impl HybridIndex {
             Some(q) => self.vector_leg(q, window, p.ef, &filter, &plan),
             None => (Vec::new(), Plan::None),
         };
-        // On a large index the legs overlap on two cores; on a small one the hand-off would
-        // cost more than it saves.
-        let (bm25_hits, (mut vec_hits, plan)) = if both && self.config.threads != 1 && self.records.len() >= PARALLEL_LEGS_MIN {
-            rayon::join(bm25_leg, vector_leg)
-        } else {
-            (bm25_leg(), vector_leg())
-        };
+        // The legs overlap on two cores only when the BM25 leg is long enough to pay for the
+        // hand-off; otherwise they run one after the other on the caller's thread.
+        let parallel = query_vec.is_some()
+            && self.config.threads != 1
+            && terms.as_ref().is_some_and(|t| self.bm25.postings_to_read(t) >= PARALLEL_LEGS_POSTINGS);
+        let (bm25_hits, (mut vec_hits, plan)) =
+            if parallel { rayon::join(bm25_leg, vector_leg) } else { (bm25_leg(), vector_leg()) };
         if let Some(floor) = p.min_cosine {
             vec_hits.retain(|&(sim, _)| sim >= floor);
         }
@@ -1016,6 +1020,32 @@ mod tests {
         for id in [1001u64, 1200, 1499] {
             let q = &v[id as usize * dim..(id as usize + 1) * dim];
             assert_eq!(idx.search(None, Some(q), &p).unwrap().hits[0].id, id);
+        }
+    }
+
+    #[test]
+    fn parallel_legs_answer_as_sequential_ones() {
+        // Every record holds the query's word, so its BM25 leg is long enough to get a thread.
+        let dim = 8;
+        let n = PARALLEL_LEGS_POSTINGS as u64 + 500;
+        let v = vectors(n as usize, dim, 5);
+        let build = |threads| {
+            let mut idx = HybridIndex::new(IndexConfig { dim, threads, ..Default::default() }).unwrap();
+            // Batches under 256 records link on one thread, so both graphs come out the same.
+            for a in (0..n).step_by(255) {
+                let b = (a + 255).min(n);
+                add(&mut idx, a..b, &v[a as usize * dim..b as usize * dim]).unwrap();
+            }
+            idx
+        };
+        let (one, two) = (build(1), build(2));
+        assert!(two.bm25.postings_to_read(&["t".to_owned()]) >= PARALLEL_LEGS_POSTINGS);
+        let p = SearchParams { k: 10, ..Default::default() };
+        for q in 0..20 {
+            let qv = &v[q * dim..(q + 1) * dim];
+            let a = one.search(Some("t"), Some(qv), &p).unwrap().hits;
+            let b = two.search(Some("t"), Some(qv), &p).unwrap().hits;
+            assert_eq!(a, b, "query {q}");
         }
     }
 
