@@ -123,11 +123,12 @@ def only_file(folder: Path, prefix: str) -> Path:
 
 
 def wal_records(data: bytes) -> list[tuple[int, int]]:
-    """(start, end) of each record of a whole, intact log, checking every CRC in Python."""
+    """(start, end) of each record of a whole, intact log, checking every CRC in Python. Zeros
+    after the last record are space allocated ahead of appends."""
     assert data[:8] == b"TRIMEMWL"
     assert struct.unpack_from("<I", data, 20)[0] == crc32c(data[:20]), "header CRC"
     out, pos = [], WAL_HEADER
-    while pos < len(data):
+    while pos < len(data) and any(data[pos:]):
         length, stored = struct.unpack_from("<II", data, pos)
         end = pos + 8 + length
         assert end <= len(data), f"record at {pos} runs past the end"
@@ -419,7 +420,7 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
     data = wal.read_bytes()
     records = wal_records(data)
     start, end = records[-1]
-    assert end == len(data)
+    data = data[:end]  # without the zero-filled space after the last record
     first = eps[: n - 1]
     for cut in range(start, end):
         wal.write_bytes(data[:cut])
@@ -436,14 +437,41 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
                 assert mem._store.recovery()["torn_bytes"] == 0
                 assert mem.episodes(user_id="u") == [*first, extra]
                 assert extra.id == eps[-1].id  # the lost episode's id was never acknowledged
-    # A log extended with zeros (space allocated, never written) is a torn tail too.
+    # Zeros after the last record are space the log allocated ahead of its appends, not a
+    # torn tail: nothing is cut, and the next append lands in them.
     wal.write_bytes(data + bytes(4096))
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == 4096
+        assert mem._store.recovery()["torn_bytes"] == 0
         assert mem.episodes(user_id="u") == eps
+        extra = mem.retain("appended into allocated space", user_id="u", timestamp=T0 + timedelta(hours=2))
+    with opened(folder) as mem:
+        assert mem._store.recovery()["torn_bytes"] == 0
+        assert mem.episodes(user_id="u") == [*eps, extra]
 
 
 # --------------------------------------------------------------------------- 3. bit flips
+
+
+def test_damage_in_allocated_space_is_cut(tmp_path: Path) -> None:
+    """Garbage written into the zero-filled space after the last record (a crash mid-append)
+    is a torn tail: cut on open, every acknowledged episode kept, the next append clean."""
+    folder = tmp_path / "m"
+    with opened(folder) as mem:
+        eps = [mem.retain(f"allocated space episode {i}", user_id="u", timestamp=T0 + timedelta(minutes=i))
+               for i in range(20)]
+        end = mem._store.log_bytes
+    wal = only_file(folder, "wal-")
+    data = bytearray(wal.read_bytes())
+    assert len(data) > end + 100 and not any(data[end:]), "space after the last record is zero-filled"
+    data[end:end + 50] = bytes(range(1, 51))
+    wal.write_bytes(bytes(data))
+    with opened(folder) as mem:
+        assert mem._store.recovery()["torn_bytes"] == len(data) - end
+        assert mem.episodes(user_id="u") == eps
+        extra = mem.retain("after the cut", user_id="u", timestamp=T0 + timedelta(hours=1))
+    with opened(folder) as mem:
+        assert mem._store.recovery()["torn_bytes"] == 0
+        assert mem.episodes(user_id="u") == [*eps, extra]
 
 
 def _flip_fixture(folder: Path) -> dict[int, dict[str, Any]]:
@@ -467,6 +495,11 @@ def _flip_fixture(folder: Path) -> dict[int, dict[str, Any]]:
         states[mem._store.log_bytes] = observe(mem, users)
         mem.retain("the very last record redis cache", user_id="u2", timestamp=T0 + timedelta(days=2))
         states[mem._store.log_bytes] = observe(mem, users)
+        end = mem._store.log_bytes
+    # Without the zero-filled space after the last record, so every byte is data (damage to
+    # that space is a torn tail: tests/test_store.py::test_damage_in_allocated_space_is_cut).
+    wal = only_file(folder, "wal-")
+    wal.write_bytes(wal.read_bytes()[:end])
     return states
 
 

@@ -495,3 +495,37 @@ fn namespace_partitions_search_deletes_and_snapshots() {
     idx.add(&batch, false).unwrap();
     assert_eq!(idx.search(None, Some(&q), &p).unwrap().hits[0].id, 99_999);
 }
+
+#[test]
+fn small_appends_land_in_zero_filled_space_that_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal_path = dir.path().join("wal-0000000000000000.log");
+    let payloads: Vec<Vec<u8>> = (0..300u32).map(|i| vec![(i % 251) as u8 + 1; 100 + i as usize]).collect();
+    {
+        let mut o = open(dir.path());
+        for p in &payloads[..200] {
+            o.store.append(&[p]).unwrap();
+        }
+        let logical = o.store.log_bytes();
+        let size = std::fs::metadata(&wal_path).unwrap().len();
+        assert!(size > logical, "space ahead of the appends is allocated ({size} vs {logical})");
+        assert!(size - logical <= 17 << 20);
+    }
+    let mut o = open(dir.path());
+    assert_eq!(o.log, payloads[..200].to_vec());
+    assert_eq!(o.store.recovery().torn_bytes, 0, "pre-allocated zeros are not a torn tail");
+    for p in &payloads[200..] {
+        o.store.append(&[p]).unwrap();
+    }
+    drop(o);
+    // A crash mid-append inside the allocated space leaves garbage before zeros: cut, not replayed.
+    let mut data = std::fs::read(&wal_path).unwrap();
+    let end = open(dir.path()).store.log_bytes() as usize;
+    assert!(data.len() > end + 64);
+    data[end..end + 37].copy_from_slice(&[0xAB; 37]);
+    std::fs::write(&wal_path, &data).unwrap();
+    let o = open(dir.path());
+    assert_eq!(o.log, payloads);
+    assert_eq!(o.store.recovery().torn_bytes, data.len() - end);
+    assert_eq!(std::fs::metadata(&wal_path).unwrap().len() as usize, end);
+}

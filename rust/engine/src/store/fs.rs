@@ -156,6 +156,44 @@ impl DataFile {
         }
     }
 
+    /// Writes all of `buf` at `offset` (the cursor does not move).
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let (allowed, fault) = self.faults.on_write(buf.len());
+        self.file.write_all_at(&buf[..allowed], offset).map_err(|e| io_error("cannot write", &self.path, e))?;
+        match fault {
+            None => Ok(()),
+            Some(FaultKind::ShortWrite) => Err(io_error(
+                "cannot write",
+                &self.path,
+                format!("short write: {allowed} of {} bytes (injected)", buf.len()),
+            )),
+            Some(_) => Err(io_error("cannot write", &self.path, "No space left on device (injected)")),
+        }
+    }
+
+    /// Writes zeros over `[from, to)`. Outside the injected fault plan, like [`DataFile::set_len`]:
+    /// it prepares or undoes, it never writes data, and faults stay armed for the writes they
+    /// were meant for.
+    pub fn write_zeros(&self, from: u64, to: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        const BLOCK: [u8; 64 << 10] = [0; 64 << 10];
+        let mut at = from;
+        while at < to {
+            let n = ((to - at) as usize).min(BLOCK.len());
+            self.file.write_all_at(&BLOCK[..n], at).map_err(|e| io_error("cannot write", &self.path, e))?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// [`DataFile::write_zeros`], then an fsync also outside the fault plan: space prepared
+    /// ahead of writes, whose failure fails no write.
+    pub fn preallocate(&self, from: u64, to: u64) -> Result<()> {
+        self.write_zeros(from, to)?;
+        self.file.sync_data().map_err(|e| io_error("cannot fsync", &self.path, e))
+    }
+
     /// fsync of the file's data (and the metadata needed to read it back).
     pub fn sync(&self) -> Result<()> {
         if self.faults.on_sync() {
@@ -173,10 +211,6 @@ impl DataFile {
     /// The file's size in bytes.
     pub fn size(&self) -> Result<u64> {
         Ok(self.file.metadata().map_err(|e| io_error("cannot stat", &self.path, e))?.len())
-    }
-
-    pub fn seek_end(&mut self) -> Result<u64> {
-        self.file.seek(SeekFrom::End(0)).map_err(|e| io_error("cannot seek", &self.path, e))
     }
 
     pub fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
