@@ -25,10 +25,18 @@ impl Default for Bm25Params {
     }
 }
 
+/// One document of a term's list: 5 bytes (the lists hold about one posting per word of every
+/// text, the largest part of the index). A term frequency over [`Posting::TF_SPILL`] − 1 is
+/// kept exactly in [`Bm25::spilled`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, packed)]
 struct Posting {
     slot: u32,
-    tf: u32,
+    tf: u8,
+}
+
+impl Posting {
+    const TF_SPILL: u8 = u8::MAX;
 }
 
 /// Dense per-slot score accumulators, pooled so concurrent searches do not allocate.
@@ -43,6 +51,8 @@ pub struct Bm25 {
     term_ids: HashMap<Box<str>, u32>,
     /// Postings per term id, sorted by slot.
     postings: Vec<Vec<Posting>>,
+    /// Exact term frequencies of postings whose `tf` is [`Posting::TF_SPILL`], by (term, slot).
+    spilled: HashMap<(u32, u32), u32>,
     free_term_ids: Vec<u32>,
     doc_len: Vec<u32>,
     n_docs: usize,
@@ -97,9 +107,19 @@ impl Bm25 {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.postings.iter().map(|p| p.capacity() * 8 + 24).sum::<usize>()
+        self.postings.iter().map(|p| p.capacity() * std::mem::size_of::<Posting>() + 24).sum::<usize>()
+            + self.spilled.capacity() * 16
             + self.term_ids.keys().map(|k| k.len() + 40).sum::<usize>()
             + self.doc_len.capacity() * 4
+    }
+
+    /// The exact frequency of term `t` in the posting's document.
+    #[inline(always)]
+    fn tf(&self, t: u32, p: &Posting) -> u32 {
+        match p.tf {
+            Posting::TF_SPILL => self.spilled[&(t, p.slot)],
+            tf => u32::from(tf),
+        }
     }
 
     /// Lucene's idf for a term in `df` of the current documents.
@@ -133,8 +153,11 @@ impl Bm25 {
                     t
                 }
             };
+            let p = Posting { slot, tf: tf.min(u32::from(Posting::TF_SPILL)) as u8 };
+            if p.tf == Posting::TF_SPILL {
+                self.spilled.insert((t, slot), tf);
+            }
             let list = &mut self.postings[t as usize];
-            let p = Posting { slot, tf };
             // Slots mostly grow, so appending is the common case; a reused slot is inserted.
             match list.last() {
                 Some(last) if last.slot > slot => {
@@ -156,7 +179,9 @@ impl Bm25 {
             let Some(&t) = self.term_ids.get(term) else { continue };
             let list = &mut self.postings[t as usize];
             if let Ok(at) = list.binary_search_by_key(&slot, |p| p.slot) {
-                list.remove(at);
+                if list.remove(at).tf == Posting::TF_SPILL {
+                    self.spilled.remove(&(t, slot));
+                }
             }
             if list.is_empty() {
                 // Forget the term itself, so no trace of deleted text stays in the vocabulary.
@@ -168,6 +193,7 @@ impl Bm25 {
         if self.term_ids.is_empty() {
             self.free_term_ids.clear();
             self.postings.clear();
+            self.spilled = HashMap::new();
         }
     }
 
@@ -183,13 +209,13 @@ impl Bm25 {
             names[t as usize] = name;
         }
         e.u64(self.postings.len() as u64);
-        for (name, list) in names.iter().zip(&self.postings) {
+        for (t, (name, list)) in names.iter().zip(&self.postings).enumerate() {
             e.str(name);
             e.varint(list.len() as u64);
             let mut prev = 0u32;
             for p in list {
                 e.varint(u64::from(p.slot - prev));
-                e.varint(u64::from(p.tf));
+                e.varint(u64::from(self.tf(t as u32, p)));
                 prev = p.slot;
             }
         }
@@ -211,6 +237,7 @@ impl Bm25 {
         let n_terms = d.count(5)?;
         let mut term_ids = HashMap::with_capacity(n_terms);
         let mut postings = Vec::with_capacity(n_terms);
+        let mut spilled = HashMap::new();
         let mut free_term_ids = Vec::new();
         for t in 0..n_terms as u32 {
             let name = d.str()?;
@@ -231,7 +258,11 @@ impl Bm25 {
                 if !ok {
                     return Err(d.error(format!("bad posting (slot {slot}, tf {tf}) for term {name:?}")));
                 }
-                list.push(Posting { slot: slot as u32, tf: tf as u32 });
+                let p = Posting { slot: slot as u32, tf: tf.min(u64::from(Posting::TF_SPILL)) as u8 };
+                if p.tf == Posting::TF_SPILL {
+                    spilled.insert((t, slot as u32), tf as u32);
+                }
+                list.push(p);
             }
             match (name.is_empty(), list.is_empty()) {
                 (true, true) => free_term_ids.push(t),
@@ -247,7 +278,7 @@ impl Bm25 {
         free_term_ids.reverse();
         let n_docs = indexed.iter().filter(|&&a| a).count();
         let total_len = doc_len.iter().map(|&l| u64::from(l)).sum();
-        let bm25 = Bm25 { params, term_ids, postings, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() };
+        let bm25 = Bm25 { params, term_ids, postings, spilled, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() };
         Ok((bm25, indexed))
     }
 
@@ -286,7 +317,7 @@ impl Bm25 {
             let idf = self.idf(list.len()) as f32;
             for p in list {
                 let s = p.slot as usize;
-                let tf = p.tf as f32;
+                let tf = self.tf(t, p) as f32;
                 let dl = self.doc_len[s] as f32;
                 let acc = &mut scores[s];
                 if *acc == 0.0 {
@@ -358,6 +389,38 @@ mod tests {
         for ((score, _), want) in hits.iter().zip([want0, want2, want1]) {
             assert!(((*score as f64) - want).abs() / want < 1e-6, "{score} vs {want}");
         }
+    }
+
+    #[test]
+    fn large_term_frequencies_are_exact() {
+        let mut idx = Bm25::new(Bm25Params::default());
+        let long = |n: usize| vec!["x".to_owned(); n];
+        for (slot, n) in [(0u32, 254usize), (1, 255), (2, 70_000)] {
+            idx.add(slot, &long(n));
+        }
+        idx.add(3, &terms("x y"));
+        // Hand computation: N = df = 4, dl = tf for the three long documents.
+        let avgdl = (254.0 + 255.0 + 70_000.0 + 2.0) / 4.0;
+        let score = |tf: f64| {
+            let idf = (1.0f64 + (4.0 - 4.0 + 0.5) / 4.5).ln();
+            idf * tf / (tf + 1.2 * (0.25 + 0.75 * tf / avgdl))
+        };
+        let check = |idx: &Bm25, slots: &[u32]| {
+            assert_eq!(idx.spilled.len(), 2, "tf 255 and 70,000 spill; 254 fits");
+            let hits = idx.search(&terms("x"), 10, 0.0, |_| true, |s| s as u64);
+            for &(got, slot) in hits.iter().filter(|h| h.1 < 3) {
+                let tf = [254.0, 255.0, 70_000.0][slot as usize];
+                assert!(((got as f64) - score(tf)).abs() < 1e-5 * score(tf), "slot {slot}: {got}");
+            }
+            assert_eq!(hits.iter().filter(|h| h.1 < 3).count(), slots.len());
+        };
+        check(&idx, &[0, 1, 2]);
+        let mut e = Enc::default();
+        idx.encode(&mut e, &[true; 4]);
+        let (back, _) = Bm25::decode(&mut Dec::new(&e.buf, "bm25"), Bm25Params::default()).unwrap();
+        check(&back, &[0, 1, 2]);
+        idx.remove(2, &long(70_000));
+        assert_eq!(idx.spilled.len(), 1, "the spilled frequency goes with its posting");
     }
 
     #[test]

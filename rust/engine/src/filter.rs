@@ -201,15 +201,25 @@ impl<'a> Resolved<'a> {
 
     /// Exact number of matching records, counting no further than `cap + 1`.
     pub fn count_up_to(&self, cap: usize) -> usize {
-        self.matching().take(cap + 1).count()
+        self.matching_any_order().take(cap + 1).count()
     }
 
-    /// Every matching slot (the exact-scan path).
+    /// Every matching slot, in time order within a namespace and across them (slot order when
+    /// the filter names no namespace and no time).
     pub fn matching(&self) -> Box<dyn Iterator<Item = u32> + '_> {
         if self.namespace.is_none() && self.time.is_none() {
             Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
         } else {
             Box::new(self.records.range(self.namespace, self.time).filter(move |&s| self.allows(s)))
+        }
+    }
+
+    /// [`Resolved::matching`] in no particular order (the exact scan sorts by slot anyway).
+    pub fn matching_any_order(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        if self.namespace.is_none() && self.time.is_none() {
+            Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
+        } else {
+            Box::new(self.records.range_any_order(self.namespace, self.time).filter(move |&s| self.allows(s)))
         }
     }
 }

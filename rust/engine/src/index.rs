@@ -933,7 +933,7 @@ impl HybridIndex {
             Some(b) => b.ones().collect(),
             None if estimate.saturating_mul(128) >= self.records.capacity() => filter.bitmap().ones().collect(),
             None => {
-                let mut slots: Vec<u32> = filter.matching().collect();
+                let mut slots: Vec<u32> = filter.matching_any_order().collect();
                 slots.sort_unstable();
                 slots
             }

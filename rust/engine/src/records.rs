@@ -3,6 +3,7 @@
 //! on it).
 
 use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 
 // foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
 use foldhash::{HashMap, HashMapExt};
@@ -82,6 +83,11 @@ impl Names {
         self.refs.get(id as usize - 1).copied().unwrap_or(0)
     }
 
+    /// Ids of the names in use.
+    pub fn live_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.refs.iter().enumerate().filter(|(_, &r)| r > 0).map(|(i, _)| i as u32 + 1)
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -142,6 +148,47 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<()> {
     Err(EngineError::InvalidName { what, reason: format!("{name:?}: {reason}") })
 }
 
+/// The slot of each live id. Entries hold only the slot (4 bytes) and read the id from the
+/// id column, where a map of id → slot would spend 16 bytes an entry on the same facts.
+#[derive(Default)]
+struct SlotOf {
+    table: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl SlotOf {
+    fn with_capacity(n: usize) -> Self {
+        SlotOf { table: hashbrown::HashTable::with_capacity(n), hasher: Default::default() }
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn get(&self, id: u64, ids: &[u64]) -> Option<u32> {
+        self.table.find(self.hasher.hash_one(id), |&s| ids[s as usize] == id).copied()
+    }
+
+    /// Adds `slot` under the id `ids[slot]`; false (and nothing changes) if that id is present.
+    fn insert(&mut self, slot: u32, ids: &[u64]) -> bool {
+        let id = ids[slot as usize];
+        let hasher = &self.hasher;
+        match self.table.entry(hasher.hash_one(id), |&s| ids[s as usize] == id, |&s| hasher.hash_one(ids[s as usize])) {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(slot);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64, ids: &[u64]) {
+        if let Ok(e) = self.table.find_entry(self.hasher.hash_one(id), |&s| ids[s as usize] == id) {
+            e.remove();
+        }
+    }
+}
+
 /// What a use of a record was, for [`Records::count_use`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Use {
@@ -152,7 +199,7 @@ pub enum Use {
 #[derive(Default)]
 pub struct Records {
     pub ids: Vec<u64>,
-    slot_of: HashMap<u64, u32>,
+    slot_of: SlotOf,
     pub timestamps: Vec<i64>,
     pub namespace: Vec<u32>,
     pub session: Vec<u32>,
@@ -169,10 +216,61 @@ pub struct Records {
     pub dedup: DedupIndex,
     pub namespaces: Names,
     pub sessions: Names,
-    /// (namespace, timestamp, slot): a namespace's records in time order.
-    by_namespace_time: BTreeSet<(u32, i64, u32)>,
-    /// (timestamp, slot): all records in time order.
-    by_time: BTreeSet<(i64, u32)>,
+    /// A namespace's records in time order. (All records in time order are these ranges
+    /// merged: a second tree would cost ~20 bytes a record for searches no namespace scopes.)
+    by_namespace_time: BTreeSet<NsTime>,
+}
+
+/// Key of [`Records::by_namespace_time`], ordered by (namespace, timestamp, slot): 16 bytes
+/// where the tuple would take 24.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NsTime {
+    timestamp: i64,
+    namespace: u32,
+    slot: u32,
+}
+
+impl Ord for NsTime {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.namespace, self.timestamp, self.slot).cmp(&(o.namespace, o.timestamp, o.slot))
+    }
+}
+
+impl PartialOrd for NsTime {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Time-ordered streams of slots merged into one time order (ties by slot).
+struct MergeByTime<'a, I: Iterator<Item = &'a NsTime>> {
+    streams: Vec<std::iter::Peekable<I>>,
+    heads: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32, usize)>>,
+}
+
+impl<'a, I: Iterator<Item = &'a NsTime>> MergeByTime<'a, I> {
+    fn new(streams: impl IntoIterator<Item = I>) -> Self {
+        let mut streams: Vec<_> = streams.into_iter().map(Iterator::peekable).collect();
+        let heads = streams
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| s.peek().map(|k| std::cmp::Reverse((k.timestamp, k.slot, i))))
+            .collect();
+        MergeByTime { streams, heads }
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a NsTime>> Iterator for MergeByTime<'a, I> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let std::cmp::Reverse((_, slot, i)) = self.heads.pop()?;
+        self.streams[i].next();
+        if let Some(k) = self.streams[i].peek() {
+            self.heads.push(std::cmp::Reverse((k.timestamp, k.slot, i)));
+        }
+        Some(slot)
+    }
 }
 
 impl Records {
@@ -181,7 +279,7 @@ impl Records {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slot_of.is_empty()
+        self.slot_of.len() == 0
     }
 
     pub fn capacity(&self) -> usize {
@@ -193,7 +291,7 @@ impl Records {
     }
 
     pub fn slot(&self, id: u64) -> Option<u32> {
-        self.slot_of.get(&id).copied()
+        self.slot_of.get(id, &self.ids)
     }
 
     pub fn text_bytes(&self) -> usize {
@@ -268,9 +366,8 @@ impl Records {
         self.prints[s] = fp;
         self.dedup.insert(ns, slot, fp);
         self.alive[s] = true;
-        self.slot_of.insert(r.id, slot);
-        self.by_namespace_time.insert((ns, r.timestamp, slot));
-        self.by_time.insert((r.timestamp, slot));
+        self.slot_of.insert(slot, &self.ids);
+        self.by_namespace_time.insert(NsTime { timestamp: r.timestamp, namespace: ns, slot });
         slot
     }
 
@@ -278,9 +375,8 @@ impl Records {
     pub fn remove(&mut self, slot: u32) {
         let s = slot as usize;
         let (ns, ts) = (self.namespace[s], self.timestamps[s]);
-        self.by_namespace_time.remove(&(ns, ts, slot));
-        self.by_time.remove(&(ts, slot));
-        self.slot_of.remove(&self.ids[s]);
+        self.by_namespace_time.remove(&NsTime { timestamp: ts, namespace: ns, slot });
+        self.slot_of.remove(self.ids[s], &self.ids);
         self.alive[s] = false;
         let (alive, namespace, prints) = (&self.alive, &self.namespace, &self.prints);
         self.dedup.remove(ns, slot, self.prints[s], |x, sim| {
@@ -297,29 +393,29 @@ impl Records {
     }
 
     /// Slots in `namespace` (when given) with a timestamp in `[lo, hi)` (any time when `None`),
-    /// in time order.
-    pub fn range(
-        &self,
-        namespace: Option<u32>,
-        time: Option<(i64, i64)>,
-    ) -> Box<dyn Iterator<Item = u32> + '_> {
-        use std::ops::Bound::{Excluded, Included};
-        let (lo, hi) = match time {
-            Some((lo, hi)) if lo >= hi => return Box::new(std::iter::empty()),
-            Some((lo, hi)) => (Included(lo), Excluded(hi)),
-            None => (Included(i64::MIN), Included(i64::MAX)),
-        };
+    /// in time order (ties by slot).
+    pub fn range(&self, namespace: Option<u32>, time: Option<(i64, i64)>) -> Box<dyn Iterator<Item = u32> + '_> {
         match namespace {
-            Some(ns) => {
-                let b = |t: std::ops::Bound<i64>, slot| t.map(|t| (ns, t, slot));
-                let range = (b(lo, 0), b(hi, if time.is_some() { 0 } else { u32::MAX }));
-                Box::new(self.by_namespace_time.range(range).map(|&(_, _, s)| s))
-            }
-            None => {
-                let b = |t: std::ops::Bound<i64>, slot| t.map(|t| (t, slot));
-                let range = (b(lo, 0), b(hi, if time.is_some() { 0 } else { u32::MAX }));
-                Box::new(self.by_time.range(range).map(|&(_, s)| s))
-            }
+            Some(ns) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
+            None => Box::new(MergeByTime::new(self.namespaces.live_ids().map(|ns| self.namespace_range(ns, time)))),
+        }
+    }
+
+    /// The slots of [`Records::range`] in no particular order (cheaper without a namespace).
+    pub fn range_any_order(&self, namespace: Option<u32>, time: Option<(i64, i64)>) -> Box<dyn Iterator<Item = u32> + '_> {
+        match namespace {
+            Some(ns) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
+            None => Box::new(self.namespaces.live_ids().flat_map(move |ns| self.namespace_range(ns, time)).map(|k| k.slot)),
+        }
+    }
+
+    fn namespace_range(&self, ns: u32, time: Option<(i64, i64)>) -> std::collections::btree_set::Range<'_, NsTime> {
+        use std::ops::Bound::{Excluded, Included};
+        let key = |timestamp, slot| NsTime { timestamp, namespace: ns, slot };
+        match time {
+            Some((lo, hi)) if lo < hi => self.by_namespace_time.range((Included(key(lo, 0)), Excluded(key(hi, 0)))),
+            Some((lo, _)) => self.by_namespace_time.range((Included(key(lo, 0)), Excluded(key(lo, 0)))),
+            None => self.by_namespace_time.range(key(i64::MIN, 0)..=key(i64::MAX, u32::MAX)),
         }
     }
 
@@ -411,26 +507,23 @@ impl Records {
             .map(|((exact, sim), set)| Fingerprint { exact, sim, set: set.try_into().expect("4 words") })
             .collect();
         let mut dedup = DedupIndex::default();
-        let mut slot_of = HashMap::with_capacity(n - free.len());
+        let mut slot_of = SlotOf::with_capacity(n - free.len());
         let mut by_namespace_time = Vec::with_capacity(n);
-        let mut by_time = Vec::with_capacity(n);
         for s in (0..n).filter(|&s| alive[s]) {
             if namespace[s] == 0 {
                 return Err(d.error(format!("record in slot {s} has no namespace")));
             }
-            if slot_of.insert(ids[s], s as u32).is_some() {
+            if !slot_of.insert(s as u32, &ids) {
                 return Err(d.error(format!("id {} appears twice", ids[s])));
             }
-            by_namespace_time.push((namespace[s], timestamps[s], s as u32));
-            by_time.push((timestamps[s], s as u32));
+            by_namespace_time.push(NsTime { timestamp: timestamps[s], namespace: namespace[s], slot: s as u32 });
         }
-        // Sorted input builds each B-tree in one pass.
+        // Sorted input builds the B-tree in one pass.
         by_namespace_time.sort_unstable();
-        by_time.sort_unstable();
         if version >= 2 {
             // Oldest first, so "recent" means the same after a reload as before it.
-            for &(ns, _, s) in &by_namespace_time {
-                dedup.insert(ns, s, prints[s as usize]);
+            for k in &by_namespace_time {
+                dedup.insert(k.namespace, k.slot, prints[k.slot as usize]);
             }
         }
         Ok(Records {
@@ -451,7 +544,6 @@ impl Records {
             namespaces,
             sessions,
             by_namespace_time: by_namespace_time.into_iter().collect(),
-            by_time: by_time.into_iter().collect(),
         })
     }
 

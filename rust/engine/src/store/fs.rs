@@ -177,7 +177,7 @@ impl DataFile {
     /// were meant for.
     pub fn write_zeros(&self, from: u64, to: u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        const BLOCK: [u8; 64 << 10] = [0; 64 << 10];
+        static BLOCK: [u8; 64 << 10] = [0; 64 << 10];
         let mut at = from;
         while at < to {
             let n = ((to - at) as usize).min(BLOCK.len());
