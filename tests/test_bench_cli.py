@@ -114,3 +114,31 @@ def test_lancedb_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert rows["lancedb-hybrid-window"]["short_results"] == 0.0
     assert "trimem hybrid / LanceDB hybrid" in report["ratios"]
     assert list(scratch.iterdir()) == []  # the temporary LanceDB folder was removed
+
+
+def test_minilm_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--vectors minilm embeds the dataset's own texts and queries (cached on disk): the
+    vectors are the model's, so a record's vector equals the model's embedding of its text."""
+    from trimem.bench.datasets import make_dataset, with_model_vectors
+    from trimem.embedders import MiniLMEmbedder, minilm_available
+
+    if not minilm_available():
+        pytest.skip("needs the minilm extra")
+    monkeypatch.setenv("TRIMEM_BENCH_CACHE", str(tmp_path / "cache"))
+    ds = make_dataset(300, 128, n_queries=5)
+    real = with_model_vectors(ds)
+    assert real.vectors.shape == (300, 384) and real.query_vectors.shape == (5, 384)
+    assert real.texts == ds.texts and (real.timestamps == ds.timestamps).all()
+    np = pytest.importorskip("numpy")
+    want = MiniLMEmbedder()([ds.texts[7], ds.query_texts[2]])
+    assert np.allclose(real.vectors[7], want[0], atol=1e-5)
+    assert np.allclose(real.query_vectors[2], want[1], atol=1e-5)
+    assert list((tmp_path / "cache").iterdir()), "embeddings are cached"
+    argv = ["bench", "--n", "300", "--queries", "5", "--repeats", "1", "--no-progress",
+            "--vectors", "minilm", "--systems", "trimem-vector,hnswlib", "--json", str(tmp_path / "r.json")]
+    assert cli.main(argv) == 0
+    assert "MiniLM vectors of the texts" in capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["config"]["vectors"] == "minilm" and report["config"]["dim"] == 384
+    assert cli.main([*argv[:-2], "--dim", "64"]) == 2, "MiniLM vectors are 384-d"
+    assert cli.main(["bench", "--gate", "--vectors", "minilm"]) == 2, "the gate has its own data"

@@ -104,6 +104,10 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
                    help="share of records inside each query's time window, e.g. 0.1 or 10%% "
                         "(default 0.1)")
     p.add_argument("--seed", type=int, default=None, help="dataset seed (default 0)")
+    p.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered",
+                   help="record and query vectors: seeded clustered ones (default), or MiniLM "
+                        "embeddings of the texts and queries (384-d, needs the minilm extra; "
+                        "cached on disk, the first 100k take ~10 min)")
     p.add_argument("--threads", type=int, default=0, metavar="T",
                    help="build threads for the indexes (default 0 = all cores)")
     p.add_argument("--json", metavar="PATH", help="also write the full report as JSON to PATH")
@@ -145,7 +149,8 @@ def _run_gate_cli(args: argparse.Namespace) -> int:
         extra = [f"--{o.replace('_', '-')}" for o in ("n", "scale", "dim", "queries", "repeats",
                                                      "systems", "window", "seed", "plot",
                                                      "from_json", "gate_calibrate")
-                 if getattr(args, o) is not None] + (["--quick"] if args.quick else [])
+                 if getattr(args, o) is not None] + (["--quick"] if args.quick else []) + (
+                     ["--vectors"] if args.vectors != "clustered" else [])
         if extra:
             print(f"trimem bench --gate: {', '.join(extra)} cannot be combined with --gate "
                   "(sizes and ratios come from the thresholds file)", file=sys.stderr)
@@ -213,6 +218,7 @@ def _run_bench(args: argparse.Namespace) -> int:
             show_progress=not args.no_progress,
             scale=args.scale,
             plot_path=args.plot,
+            vectors=args.vectors,
         )
     except DebugBuildError as exc:
         print(f"trimem bench: {exc}", file=sys.stderr)

@@ -44,7 +44,7 @@ import numpy as np
 
 import trimem
 from trimem.bench import peers
-from trimem.bench.datasets import Dataset, make_dataset, time_window
+from trimem.bench.datasets import Dataset, make_dataset, time_window, with_model_vectors
 
 __all__ = ["QUICK", "FULL", "DebugBuildError", "check_release", "run", "time_rounds"]
 
@@ -350,7 +350,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"trimem {report['versions']['trimem']} ({mach['build_profile']}, {mach['simd']}) on "
         f"{mach['cpu']}, {mach['cores']} cores, Python {mach['python']}",
         f"{n_text}, dim={cfg['dim']}, {cfg['queries']} queries, k={cfg['k']}, "
-        f"{cfg['repeats']} interleaved rounds, seed={cfg['seed']}, one query per call",
+        f"{cfg['repeats']} interleaved rounds, seed={cfg['seed']}, one query per call, "
+        + ("MiniLM vectors of the texts" if cfg.get("vectors") == "minilm" else "seeded clustered vectors"),
         "",
         "| system | case | n | p50 ms | p99 ms | recall@10 | build s | short-results % |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -488,13 +489,16 @@ def build_systems(chosen: Sequence[peers.System], wl: peers.Workload, shared: pe
 
 
 def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, seed: int,
-              n_queries: int, window: float, k: int, threads: int, show_progress: bool
-              ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+              n_queries: int, window: float, k: int, threads: int, show_progress: bool,
+              vectors: str = "clustered") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Steps 1-5 at one size: (rows by system key, skipped systems)."""
     chosen = peers.make_systems(systems)
     t0 = time.perf_counter()
     _log(f"dataset: n={n}, dim={dim}, queries={n_queries}, seed={seed} ...")
     ds = make_dataset(n, dim, seed=seed, n_queries=n_queries)
+    if vectors != "clustered":
+        _log(f"embedding {n} texts and {n_queries} queries with {vectors} (cached on disk) ...")
+        ds = with_model_vectors(ds, vectors)
     windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i)
                for i in range(n_queries)]
     _log(f"dataset ready in {time.perf_counter() - t0:.1f}s")
@@ -577,14 +581,16 @@ def run(
     out: TextIO | None = None,
     scale: Sequence[int] | None = None,
     plot_path: str | os.PathLike[str] | None = None,
+    vectors: str = "clustered",
 ) -> dict[str, Any]:
     """Build, time and judge every selected system; print markdown; return the report dict.
 
     ``None`` for ``n``/``dim``/``n_queries``/``repeats`` means the ``--quick`` preset
     (:data:`QUICK`) when ``quick`` else :data:`FULL`. ``scale`` (several record counts) runs
     the whole comparison at each size instead of at ``n``. ``plot_path`` also draws a PNG
-    (needs matplotlib; checked before anything runs). Raises :class:`DebugBuildError` on a
-    debug build of the engine unless ``allow_debug``.
+    (needs matplotlib; checked before anything runs). ``vectors="minilm"`` replaces the
+    seeded clustered vectors with MiniLM embeddings of the texts and queries (384-d; cached on
+    disk). Raises :class:`DebugBuildError` on a debug build of the engine unless ``allow_debug``.
     """
     if not allow_debug:
         check_release()
@@ -597,6 +603,12 @@ def run(
     dim = preset["dim"] if dim is None else int(dim)
     n_queries = preset["queries"] if n_queries is None else int(n_queries)
     repeats = preset["repeats"] if repeats is None else int(repeats)
+    if vectors not in ("clustered", "minilm"):
+        raise ValueError(f"vectors must be 'clustered' or 'minilm', got {vectors!r}")
+    if vectors == "minilm":
+        if dim not in (preset["dim"], 384):
+            raise ValueError("--vectors minilm gives 384-d vectors; leave --dim out or set it to 384")
+        dim = 384
     sizes = sorted({int(x) for x in scale}) if scale else [n]
     if min(sizes) < k or dim < 1 or n_queries < 1 or repeats < 1:
         raise ValueError("need n >= k, dim >= 1, queries >= 1 and repeats >= 1")
@@ -615,7 +627,7 @@ def run(
             _log(f"== size {j}/{len(sizes)}: n={size}")
         rows, sk = _run_size(size, dim, systems=systems, repeats=repeats, seed=seed,
                              n_queries=n_queries, window=window, k=k, threads=threads,
-                             show_progress=show_progress)
+                             show_progress=show_progress, vectors=vectors)
         results += rows.values()
         ratios_by_n[str(size)] = _ratios(rows, pct)
         skipped += sk
@@ -625,7 +637,7 @@ def run(
         "versions": versions(),
         "config": {"n": sizes[-1], "dim": dim, "queries": n_queries, "repeats": repeats,
                    "seed": seed, "k": k, "window": window, "quick": quick,
-                   "scale": sizes if scale else None},
+                   "scale": sizes if scale else None, "vectors": vectors},
         "results": results,
         "ratios": ratios_by_n[str(sizes[-1])],
         "ratios_by_n": ratios_by_n,
