@@ -271,6 +271,25 @@ def test_cli_tiny_locomo_run(locomo_path: Path, tmp_path: Path, capsys: pytest.C
     assert (tmp_path / "cache").is_dir()  # embeddings cached under $TRIMEM_BENCH_CACHE only
 
 
+def test_cli_vector_context(locomo_path: Path, tmp_path: Path) -> None:
+    """The vector leg embeds a turn after the one before it by default; --context N alone
+    applies to both legs; --vector-context sets the vector leg's own."""
+    from trimem.cli import main
+
+    def settings(*extra: str) -> tuple[int, int | None, float]:
+        out = tmp_path / "s.json"
+        assert main(["eval", "locomo", "--data", str(locomo_path), "--conversations", "conv-30", "--quiet",
+                     "--embedder", "hashing", "--modes", "vector", "--json", str(out), *extra]) == 0
+        r = json.loads(out.read_text())
+        s = r["settings"]
+        return s["context"], s["vector_context"], r["results"]["vector"]["overall"]["recall@10"]
+
+    default, both, alone = settings(), settings("--context", "2"), settings("--vector-context", "0")
+    assert default[:2] == (0, ev.LOCOMO_DEFAULTS.vector_context) == (0, 1)
+    assert both[:2] == (2, None) and alone[:2] == (0, 0)
+    assert len({default[2], both[2], alone[2]}) == 3, "each changes what the vector leg embeds"
+
+
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from trimem.cli import main
 
