@@ -52,6 +52,11 @@ impl SlotBits {
         self.0[slot as usize / 64] >> (slot % 64) & 1 == 1
     }
 
+    /// How many slots are allowed.
+    pub fn count(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
     /// The allowed slots in increasing order.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().enumerate().flat_map(|(i, &word)| {

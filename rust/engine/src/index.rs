@@ -842,7 +842,7 @@ impl HybridIndex {
             None => self.records.len(),
         };
         if !restricts {
-            return LegPlan { estimate: population, population, exact: false, two_hop: false, partition, restricts };
+            return LegPlan { estimate: population, population, exact: false, two_hop: false, partition, restricts, bits: None };
         }
         let threshold = self.config.exact_threshold;
         // Inside one namespace's graph, count what also matches time and session exactly when
@@ -850,14 +850,14 @@ impl HybridIndex {
         // The count stops once it decides both questions (exact scan? two-hop?): past half the
         // namespace the walk is plain and the beam is not widened, so the rest does not matter.
         const COUNT_WITHIN: usize = 20_000;
-        let (estimate, few) = match partition {
+        let (mut estimate, few, counted) = match partition {
             Some(_) if population <= COUNT_WITHIN => {
                 let counted = filter.count_up_to(threshold.max(population / 2));
-                (counted, counted <= threshold)
+                (counted, counted <= threshold, true)
             }
             _ => {
                 let estimate = filter.estimate();
-                (estimate, vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold)
+                (estimate, vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold, false)
             }
         };
         // Under a few percent the allowed nodes are too sparse for the two-hop walk (recall@10
@@ -865,11 +865,19 @@ impl HybridIndex {
         // beam so wide that reading every match is cheaper: scan, up to a bound on its cost.
         const TWO_HOP_MIN_SHARE: f64 = 0.08;
         const SPARSE_SCAN_MAX: usize = 50_000;
-        let sparse = threshold > 0
-            && (estimate as f64) < TWO_HOP_MIN_SHARE * population as f64
-            && estimate <= SPARSE_SCAN_MAX;
+        let share = |n: usize| n as f64 / population.max(1) as f64;
+        // Near that line a sampled estimate sends some queries of one window size each way (a
+        // 10 % window read as under 8 % by 6 % of queries, which then scanned 3× longer): count
+        // exactly there, with the bitmap the two-hop walk or the scan reads anyway.
+        let mut bits = None;
+        if vector_leg && !few && !counted && (0.5 * TWO_HOP_MIN_SHARE..2.0 * TWO_HOP_MIN_SHARE).contains(&share(estimate)) {
+            let b = filter.bitmap();
+            estimate = b.count();
+            bits = Some(b);
+        }
+        let sparse = threshold > 0 && share(estimate) < TWO_HOP_MIN_SHARE && estimate <= SPARSE_SCAN_MAX;
         let exact = vector_leg && (few || sparse);
-        LegPlan { estimate, population, exact, two_hop: estimate * 2 < population, partition, restricts }
+        LegPlan { estimate, population, exact, two_hop: estimate * 2 < population, partition, restricts, bits }
     }
 
     /// Vector leg: exact scan when few records match the filter, otherwise the graph with the
@@ -880,11 +888,20 @@ impl HybridIndex {
             return (Vec::new(), Plan::None);
         }
         if plan.exact {
-            return (self.exact(q, window, filter, plan.estimate, None), Plan::Exact);
+            return (self.exact(q, window, filter, plan.estimate, plan.bits.as_ref()), Plan::Exact);
         }
-        // The bitmap is built here, not before the legs, so that it overlaps the BM25 leg.
-        let bits = plan.two_hop.then(|| filter.bitmap());
-        let allow = |s: u32| match &bits {
+        // The bitmap is built here when the planner did not need it, so that it overlaps the
+        // BM25 leg when the legs run in parallel.
+        let built;
+        let bits = match &plan.bits {
+            Some(b) => Some(b),
+            None if plan.two_hop => {
+                built = filter.bitmap();
+                Some(&built)
+            }
+            None => None,
+        };
+        let allow = |s: u32| match bits {
             Some(b) => b.contains(s),
             None => filter.allows(s),
         };
@@ -920,7 +937,7 @@ impl HybridIndex {
         if hits.len() >= window || (!plan.restricts && hits.len() >= plan.population.min(self.hnsw.len())) {
             return (hits, Plan::Graph);
         }
-        (self.exact(q, window, filter, plan.estimate, bits.as_ref()), Plan::GraphThenExact)
+        (self.exact(q, window, filter, plan.estimate, bits), Plan::GraphThenExact)
     }
 
     /// Exact top-`window` over the matches; `bits` is the filter's bitmap when the graph walk
@@ -967,6 +984,8 @@ struct LegPlan {
     partition: Option<u32>,
     /// Whether nodes must be checked against the filter during the walk.
     restricts: bool,
+    /// The filter's bitmap, when the planner built it to count exactly.
+    bits: Option<SlotBits>,
 }
 
 #[cfg(test)]
