@@ -18,7 +18,7 @@ fn build_profile() -> &'static str {
     }
 }
 
-/// The dot-product kernel this CPU uses (`"avx2+fma"` or `"portable"`).
+/// The dot-product kernel this CPU uses (`"avx512f"`, `"avx2+fma"` or `"portable"`).
 #[pyfunction]
 fn simd_kernel() -> &'static str {
     trimem_engine::distance::kernel_name()

@@ -149,11 +149,23 @@ impl<'a> Resolved<'a> {
     /// read once per selective query, so this pass is a fixed cost worth vectorising).
     pub fn bitmap(&self) -> SlotBits {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 was detected just above.
-            return SlotBits(unsafe { self.bitmap_avx2() });
+        {
+            if std::arch::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: AVX-512BW (which implies AVX-512F) was detected just above.
+                return SlotBits(unsafe { self.bitmap_avx512() });
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected just above.
+                return SlotBits(unsafe { self.bitmap_avx2() });
+            }
         }
         SlotBits(self.bitmap_words())
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn bitmap_avx512(&self) -> Vec<u64> {
+        self.bitmap_words()
     }
 
     #[cfg(target_arch = "x86_64")]
