@@ -53,12 +53,10 @@ impl ImageBlocks {
 /// 2: use counts (accesses, mentions, last access) and dedup fingerprints per record.
 const IMAGE_VERSION: u32 = 2;
 
-/// BM25 postings from which a hybrid search runs its two legs in parallel. Handing a leg to
-/// another thread and waiting for it costs about 0.12 ms on this project's 2-core VMs (a
-/// sleeping thread is woken twice), more than a typical BM25 leg (a few thousand postings at
-/// ~6 ns each, 0.03 ms at 100k records): only a leg of ~0.2 ms or more gains from the hand-off.
-/// (Measured at 100k × 384: hybrid p50 0.38 ms with parallel legs, 0.26 ms one after the other.)
-const PARALLEL_LEGS_POSTINGS: usize = 32_768;
+/// BM25 postings (~6 ns each) from which a hybrid search offers its BM25 leg to the helper
+/// thread ([`crate::overlap`]) while it runs the vector leg: under this the leg takes a few
+/// microseconds, about what posting it costs.
+const PARALLEL_LEGS_POSTINGS: usize = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
@@ -815,13 +813,13 @@ impl HybridIndex {
             Some(q) => self.vector_leg(q, window, p.ef, &filter, &plan),
             None => (Vec::new(), Plan::None),
         };
-        // The legs overlap on two cores only when the BM25 leg is long enough to pay for the
-        // hand-off; otherwise they run one after the other on the caller's thread.
+        // The legs overlap on two cores when the BM25 leg is worth handing over; the caller
+        // never waits for the helper to wake (it runs a leg the helper has not started itself).
         let parallel = query_vec.is_some()
             && self.config.threads != 1
             && terms.as_ref().is_some_and(|t| self.bm25.postings_to_read(t) >= PARALLEL_LEGS_POSTINGS);
-        let (bm25_hits, (mut vec_hits, plan)) =
-            if parallel { rayon::join(bm25_leg, vector_leg) } else { (bm25_leg(), vector_leg()) };
+        let ((mut vec_hits, plan), bm25_hits) =
+            if parallel { crate::overlap::join(vector_leg, bm25_leg) } else { (vector_leg(), bm25_leg()) };
         if let Some(floor) = p.min_cosine {
             vec_hits.retain(|&(sim, _)| sim >= floor);
         }

@@ -15,6 +15,7 @@ pub mod fusion;
 pub mod hnsw;
 mod hugepages;
 pub mod index;
+mod overlap;
 pub mod records;
 pub mod store;
 pub mod tokenize;
