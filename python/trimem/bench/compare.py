@@ -10,9 +10,11 @@ Method (DESIGN.md §6: the machine is small, shared and noisy, so compare *ratio
    systems sharing an index share its build).
 3. One untimed pass per system collects its results (for recall) and warms caches.
 4. ``repeats`` interleaved rounds: round r runs every system once over all queries, one query
-   per call, timed with ``time.perf_counter_ns``; the system order is rotated every round so
-   machine noise hits all systems alike. The garbage collector is paused while timing (as
-   ``timeit`` does). A system's p50/p99 is the median over rounds of that round's p50/p99.
+   per call, timed with ``time.perf_counter_ns``; within a round the systems alternate every
+   ``BLOCK`` (10) queries and their order rotates every round, so machine noise hits all
+   systems alike. The garbage collector is paused while timing (as ``timeit`` does). A system's
+   p50/p99 is the median over rounds of that round's p50/p99; a ratio is the median over rounds
+   of that round's ratio.
 5. Recall@10 against exact answers computed here with numpy: brute-force cosine for vector
    systems, Lucene BM25 over trimem's tokens for BM25 systems, and for hybrids the same RRF (k=60)
    over exact top-50 legs; for windowed cases everything is restricted to the window first.
@@ -54,6 +56,9 @@ QUICK = {"n": 20_000, "dim": 128, "queries": 100, "repeats": 3}
 FULL = {"n": 100_000, "dim": 384, "queries": 200, "repeats": 5}
 
 _K1, _B = 1.2, 0.75
+# Systems alternate every BLOCK queries within a round (as in the CI gate), so load from other
+# processes lands on all of them rather than on whichever system was running.
+BLOCK = 10
 
 
 class DebugBuildError(RuntimeError):
@@ -287,11 +292,17 @@ def _ratios(rows: dict[str, dict[str, Any]], pct: str) -> dict[str, dict[str, An
         if num not in rows or not have:
             continue
         den = min(have, key=lambda d: rows[d]["p50_ms"])
+        # The median of the per-round ratios: a round measures both systems over the same
+        # stretch of time, so a burst of load elsewhere moves both (medians of each system's
+        # rounds can pair a quiet round of one with a loaded round of the other).
+        per_round = {q: [a / b for a, b in zip(rows[num][f"rounds_{q}_ms"], rows[den][f"rounds_{q}_ms"])]
+                     for q in ("p50", "p99")}
         out[label] = {
             "numerator": num,
             "denominator": den,
-            "p50": rows[num]["p50_ms"] / rows[den]["p50_ms"],
-            "p99": rows[num]["p99_ms"] / rows[den]["p99_ms"],
+            "p50": float(np.median(per_round["p50"])),
+            "p99": float(np.median(per_round["p99"])),
+            "rounds_p50": per_round["p50"],
         }
     return out
 
@@ -535,7 +546,7 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
                 plans[s.key] = counts
 
         timing = time_rounds(ready, n_queries, repeats, show_progress=show_progress,
-                             desc=f"timing rounds (n={n})")
+                             desc=f"timing rounds (n={n})", block=BLOCK)
         tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
 
         rows: dict[str, dict[str, Any]] = {}
