@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods, ToPyArray};
+use numpy::{PyArray1, PyUntypedArrayMethods, ToPyArray};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 use trimem_engine::{
     Batch, DedupParams, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode, SearchParams,
@@ -386,83 +387,117 @@ impl HybridIndex {
     }
 }
 
-/// Search results, best first, as parallel numpy arrays.
+/// Search results, best first, as parallel numpy arrays. Each column is built on first access
+/// (a caller reading only `ids` pays for one array, not thirteen) and then kept.
 #[pyclass(frozen, module = "trimem._core")]
 pub struct Hits {
-    #[pyo3(get)]
-    ids: Py<PyArray1<u64>>,
-    /// Final scores (fused relevance plus any decay and importance terms).
-    #[pyo3(get)]
-    scores: Py<PyArray1<f32>>,
-    /// Raw BM25 scores, NaN where the BM25 leg did not return the record.
-    #[pyo3(get)]
-    bm25_scores: Py<PyArray1<f32>>,
-    /// Similarities (cosine, or inner product), NaN where the vector leg missed the record.
-    #[pyo3(get)]
-    vector_scores: Py<PyArray1<f32>>,
-    /// 1-based ranks in the BM25 leg, 0 where absent.
-    #[pyo3(get)]
-    bm25_ranks: Py<PyArray1<u32>>,
-    #[pyo3(get)]
-    vector_ranks: Py<PyArray1<u32>>,
-    /// Decay factors 0.5^(age / half_life) (1 when decay is off).
-    #[pyo3(get)]
-    decay: Py<PyArray1<f32>>,
-    /// Effective importance: base plus reinforcement from use, at most 1.
-    #[pyo3(get)]
-    importance: Py<PyArray1<f32>>,
-    #[pyo3(get)]
-    base_importance: Py<PyArray1<f32>>,
-    /// Times each record was recalled (touched) and seen again (deduplicated into it).
-    #[pyo3(get)]
-    accesses: Py<PyArray1<u32>>,
-    #[pyo3(get)]
-    mentions: Py<PyArray1<u32>>,
-    /// Last use, µs (0: never).
-    #[pyo3(get)]
-    last_access: Py<PyArray1<i64>>,
-    #[pyo3(get)]
-    timestamps: Py<PyArray1<i64>>,
+    hits: Vec<trimem_engine::Hit>,
     /// Which path the vector leg took: "graph", "exact", "graph+exact" or "none".
     #[pyo3(get)]
     plan: &'static str,
-    len: usize,
+    columns: [PyOnceLock<Py<PyAny>>; 13],
 }
 
 impl Hits {
-    fn new(py: Python<'_>, r: trimem_engine::SearchResult) -> Self {
-        let h = &r.hits;
-        let col = |f: &dyn Fn(&trimem_engine::Hit) -> f32| -> Py<PyArray1<f32>> {
-            h.iter().map(f).collect::<Vec<f32>>().to_pyarray(py).unbind()
-        };
-        Hits {
-            ids: h.iter().map(|x| x.id).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            scores: col(&|x| x.score),
-            bm25_scores: col(&|x| x.bm25.map_or(f32::NAN, |b| b.1)),
-            vector_scores: col(&|x| x.vector.map_or(f32::NAN, |v| v.1)),
-            bm25_ranks: h.iter().map(|x| x.bm25.map_or(0, |b| b.0)).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            vector_ranks: h.iter().map(|x| x.vector.map_or(0, |v| v.0)).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            decay: col(&|x| x.decay),
-            importance: col(&|x| x.importance),
-            base_importance: col(&|x| x.base_importance),
-            accesses: h.iter().map(|x| x.accesses).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            mentions: h.iter().map(|x| x.mentions).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            last_access: h.iter().map(|x| x.last_access).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            timestamps: h.iter().map(|x| x.timestamp).collect::<Vec<_>>().to_pyarray(py).unbind(),
-            plan: r.plan.name(),
-            len: h.len(),
-        }
+    fn new(_py: Python<'_>, r: trimem_engine::SearchResult) -> Self {
+        Hits { hits: r.hits, plan: r.plan.name(), columns: std::array::from_fn(|_| PyOnceLock::new()) }
+    }
+
+    /// Column `i`, built from `f` over the hits the first time it is asked for.
+    fn column<'py, T: numpy::Element>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        f: impl Fn(&trimem_engine::Hit) -> T,
+    ) -> Bound<'py, PyAny> {
+        self.columns[i]
+            .get_or_init(py, || self.hits.iter().map(f).collect::<Vec<T>>().to_pyarray(py).into_any().unbind())
+            .bind(py)
+            .clone()
     }
 }
 
 #[pymethods]
 impl Hits {
     fn __len__(&self) -> usize {
-        self.len
+        self.hits.len()
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!("Hits(ids={:?}, plan={:?})", self.ids.bind(py).to_vec().unwrap_or_default(), self.plan)
+    fn __repr__(&self) -> String {
+        format!("Hits(ids={:?}, plan={:?})", self.hits.iter().map(|h| h.id).collect::<Vec<_>>(), self.plan)
+    }
+
+    #[getter]
+    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 0, |x| x.id)
+    }
+
+    /// Final scores (fused relevance plus any decay and importance terms).
+    #[getter]
+    fn scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 1, |x| x.score)
+    }
+
+    /// Raw BM25 scores, NaN where the BM25 leg did not return the record.
+    #[getter]
+    fn bm25_scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 2, |x| x.bm25.map_or(f32::NAN, |b| b.1))
+    }
+
+    /// Similarities (cosine, or inner product), NaN where the vector leg missed the record.
+    #[getter]
+    fn vector_scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 3, |x| x.vector.map_or(f32::NAN, |v| v.1))
+    }
+
+    /// 1-based ranks in the BM25 leg, 0 where absent.
+    #[getter]
+    fn bm25_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 4, |x| x.bm25.map_or(0u32, |b| b.0))
+    }
+
+    #[getter]
+    fn vector_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 5, |x| x.vector.map_or(0u32, |v| v.0))
+    }
+
+    /// Decay factors 0.5^(age / half_life) (1 when decay is off).
+    #[getter]
+    fn decay<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 6, |x| x.decay)
+    }
+
+    /// Effective importance: base plus reinforcement from use, at most 1.
+    #[getter]
+    fn importance<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 7, |x| x.importance)
+    }
+
+    #[getter]
+    fn base_importance<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 8, |x| x.base_importance)
+    }
+
+    /// Times each record was recalled (touched) and seen again (deduplicated into it).
+    #[getter]
+    fn accesses<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 9, |x| x.accesses)
+    }
+
+    #[getter]
+    fn mentions<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 10, |x| x.mentions)
+    }
+
+    /// Last use, µs (0: never).
+    #[getter]
+    fn last_access<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 11, |x| x.last_access)
+    }
+
+    #[getter]
+    fn timestamps<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.column(py, 12, |x| x.timestamp)
     }
 }
 
