@@ -11,7 +11,7 @@ Method (DESIGN.md §6: the machine is small, shared and noisy, so compare *ratio
 3. One untimed pass per system collects its results (for recall) and warms caches.
 4. ``repeats`` interleaved rounds: round r runs every system once over all queries, one query
    per call, timed with ``time.perf_counter_ns``; within a round the systems alternate every
-   ``BLOCK`` (10) queries and their order rotates every round, so machine noise hits all
+   ``BLOCK`` (50) queries and their order rotates every round, so machine noise hits all
    systems alike. The garbage collector is paused while timing (as ``timeit`` does). A system's
    p50/p99 is the median over rounds of that round's p50/p99; a ratio is the median over rounds
    of that round's ratio.
@@ -56,9 +56,11 @@ QUICK = {"n": 20_000, "dim": 128, "queries": 100, "repeats": 3}
 FULL = {"n": 100_000, "dim": 384, "queries": 200, "repeats": 5}
 
 _K1, _B = 1.2, 0.75
-# Systems alternate every BLOCK queries within a round (as in the CI gate), so load from other
-# processes lands on all of them rather than on whichever system was running.
-BLOCK = 10
+# Systems alternate every BLOCK queries within a round, so load from other processes lands on
+# all of them rather than on whichever system was running; blocks of 50 keep caches warm (with
+# blocks of 10 over twelve 100k-record systems, every block started cold and all times rose by
+# ~60 %). The CI gate, on a cache-sized dataset, alternates every 10.
+BLOCK = 50
 
 
 class DebugBuildError(RuntimeError):
