@@ -154,15 +154,19 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
     items = wm.take_evicted()
     if everything:
         items += wm.take_turns()
-    from trimem.memory import MAX_TEXT_CHARS
+    from trimem.memory import MAX_TEXT_CHARS, _collector_paused
 
     threshold = mem.policy.consolidate_importance
-    # Empty or over-long turns expire instead of failing the whole consolidation; the rest go
-    # through retain's own validation (ids, text, importance), as any episode does.
-    drafts = [mem._episode_fields(t.text, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                  role=str(t.role), timestamp=t.timestamp, importance=min(1.0, float(t.importance)))
-              for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
-    kept = mem._retain_drafts(drafts, None)
+    # Empty or over-long turns expire instead of failing the whole consolidation. The ids are
+    # checked once, through retain's own validation, for all the turns (they share them); each
+    # draft gets its own keywords list and metadata dict. The cyclic collector waits, as in
+    # retain_many: the batch is many small new objects and no cycles.
+    with _collector_paused():
+        keep = [t for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
+        shared = mem._episode_fields(".", user_id=user_id, agent_id=agent_id, session_id=session_id) if keep else {}
+        drafts = [{**shared, "text": t.text, "role": str(t.role), "timestamp": int(t.timestamp),
+                   "importance": min(1.0, float(t.importance)), "keywords": [], "metadata": {}} for t in keep]
+        kept = mem._retain_drafts(drafts, None)
     return Consolidation(session_id=session_id, kept=kept, expired=len(items) - len(kept))
 
 
