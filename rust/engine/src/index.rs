@@ -212,7 +212,7 @@ impl Prepared {
                 ));
             }
             if v.len() != n * config.dim {
-                let got = if n == 0 { v.len() } else { v.len() / n };
+                let got = v.len().checked_div(n).unwrap_or(v.len());
                 return Err(EngineError::Dimension { expected: config.dim, got });
             }
         }

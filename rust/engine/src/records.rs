@@ -482,7 +482,7 @@ impl Records {
         for (s, &live) in alive.iter().enumerate() {
             let t = d.str()?;
             let p = d.bytes()?;
-            if !live && !(t.is_empty() && p.is_empty()) {
+            if !live && (!t.is_empty() || !p.is_empty()) {
                 return Err(d.error(format!("freed slot {s} still holds data")));
             }
             texts.push_empty();

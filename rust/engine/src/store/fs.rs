@@ -145,12 +145,17 @@ impl DataFile {
     pub fn write_all(&mut self, buf: &[u8]) -> Result<()> {
         let (allowed, fault) = self.faults.on_write(buf.len());
         self.file.write_all(&buf[..allowed]).map_err(|e| io_error("cannot write", &self.path, e))?;
+        self.injected(fault, allowed, buf.len())
+    }
+
+    /// The error of an injected write fault that let `allowed` of `len` bytes land.
+    fn injected(&self, fault: Option<FaultKind>, allowed: usize, len: usize) -> Result<()> {
         match fault {
             None => Ok(()),
             Some(FaultKind::ShortWrite) => Err(io_error(
                 "cannot write",
                 &self.path,
-                format!("short write: {allowed} of {} bytes (injected)", buf.len()),
+                format!("short write: {allowed} of {len} bytes (injected)"),
             )),
             Some(_) => Err(io_error("cannot write", &self.path, "No space left on device (injected)")),
         }
@@ -161,15 +166,7 @@ impl DataFile {
         use std::os::unix::fs::FileExt;
         let (allowed, fault) = self.faults.on_write(buf.len());
         self.file.write_all_at(&buf[..allowed], offset).map_err(|e| io_error("cannot write", &self.path, e))?;
-        match fault {
-            None => Ok(()),
-            Some(FaultKind::ShortWrite) => Err(io_error(
-                "cannot write",
-                &self.path,
-                format!("short write: {allowed} of {} bytes (injected)", buf.len()),
-            )),
-            Some(_) => Err(io_error("cannot write", &self.path, "No space left on device (injected)")),
-        }
+        self.injected(fault, allowed, buf.len())
     }
 
     /// Writes zeros over `[from, to)`. Outside the injected fault plan, like [`DataFile::set_len`]:
