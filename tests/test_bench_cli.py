@@ -54,6 +54,11 @@ def test_scale_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert report["ratios"] == report["ratios_by_n"]["1200"]
     for row in report["results"]:
         assert row["recall_at_10"] is not None and row["recall_at_10"] > 0.5
+    # records added one at a time after timing, per built index and size
+    assert {(r["index"], r["n"]) for r in report["inserts"]} == {
+        ("trimem", 600), ("trimem", 1200), ("hnswlib", 600), ("hnswlib", 1200)}
+    assert all(r["single_p50_ms"] > 0 and r["batch_per_s"] > 0 for r in report["inserts"])
+    assert "one record at a time" in out
     if have_mpl:
         assert png.read_bytes()[:8] == PNG_MAGIC
         # and a saved report can be redrawn without measuring

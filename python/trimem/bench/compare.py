@@ -20,7 +20,10 @@ Method (DESIGN.md §6: the machine is small, shared and noisy, so compare *ratio
    over exact top-50 legs; for windowed cases everything is restricted to the window first.
    Ties are counted as correct (a hit is right when its exact score reaches the 10th best).
    "short" is the share of queries returning fewer hits than the exact answer has (< k).
-6. ``scale=[n1, n2, ...]`` repeats steps 1-5 at every size (a fresh dataset and fresh builds per
+6. After timing, ``SINGLE_INSERTS`` (200) new records are added one call at a time to each index
+   built (trimem, hnswlib, tantivy), each timed until it is searchable (tantivy: add, commit,
+   reload); the table also gives each build's records per second and added resident memory.
+7. ``scale=[n1, n2, ...]`` repeats steps 1-6 at every size (a fresh dataset and fresh builds per
    size, smallest first); every row carries its ``n`` and ``ratios_by_n`` holds each size's
    ratios (``ratios`` is the largest size's). :mod:`trimem.bench.plot` draws latency vs N and
    recall vs latency from the report (``--plot PATH``).
@@ -61,6 +64,8 @@ _K1, _B = 1.2, 0.75
 # blocks of 10 over twelve 100k-record systems, every block started cold and all times rose by
 # ~60 %). The CI gate, on a cache-sized dataset, alternates every 10.
 BLOCK = 50
+# Records added one call at a time per index after the timing rounds (step 6).
+SINGLE_INSERTS = 200
 
 
 class DebugBuildError(RuntimeError):
@@ -355,6 +360,19 @@ def _ratio_table(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _insert_table(report: dict[str, Any]) -> list[str]:
+    rows = report.get("inserts") or []
+    if not rows:
+        return []
+    lines = ["", "| index | n | batch build, records/s | one record at a time, p50 ms (until searchable) | p99 ms "
+                 "| resident memory added by the build, MB |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        rate = "–" if r.get("batch_per_s") is None else f"{r['batch_per_s']:,.0f}"
+        lines.append(f"| {r['index']} | {r['n']} | {rate} | {_ms(r['single_p50_ms'])} | "
+                     f"{_ms(r['single_p99_ms'])} | {r['build_rss_mb']:.0f} |")
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     cfg, mach = report["config"], report["machine"]
     sizes = _sizes(report)
@@ -376,6 +394,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{_fmt(None if r['short_results'] is None else 100 * r['short_results'], '.1f')} |"
         )
     lines += _ratio_table(report)
+    lines += _insert_table(report)
     notes = []
     seen: set[tuple[str, str]] = set()
     for r in report["results"]:
@@ -503,8 +522,9 @@ def build_systems(chosen: Sequence[peers.System], wl: peers.Workload, shared: pe
 
 def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, seed: int,
               n_queries: int, window: float, k: int, threads: int, show_progress: bool,
-              vectors: str = "clustered") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Steps 1-5 at one size: (rows by system key, skipped systems)."""
+              vectors: str = "clustered"
+              ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Steps 1-6 at one size: (rows by system key, skipped systems, inserts by index)."""
     chosen = peers.make_systems(systems)
     t0 = time.perf_counter()
     _log(f"dataset: n={n}, dim={dim}, queries={n_queries}, seed={seed} ...")
@@ -550,6 +570,7 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
         timing = time_rounds(ready, n_queries, repeats, show_progress=show_progress,
                              desc=f"timing rounds (n={n})", block=BLOCK)
         tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
+        inserts = peers.single_inserts(shared, wl, SINGLE_INSERTS)
 
         rows: dict[str, dict[str, Any]] = {}
         for s in ready:
@@ -573,7 +594,9 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
             }
     for sk in skipped:
         sk["n"] = n
-    return rows, skipped
+    for name, v in inserts.items():
+        v["n"] = n
+    return rows, skipped, inserts
 
 
 def run(
@@ -635,13 +658,15 @@ def run(
     results: list[dict[str, Any]] = []
     ratios_by_n: dict[str, dict[str, Any]] = {}
     skipped: list[dict[str, Any]] = []
+    inserts: list[dict[str, Any]] = []
     for j, size in enumerate(sizes, 1):
         if len(sizes) > 1:
             _log(f"== size {j}/{len(sizes)}: n={size}")
-        rows, sk = _run_size(size, dim, systems=systems, repeats=repeats, seed=seed,
+        rows, sk, ins = _run_size(size, dim, systems=systems, repeats=repeats, seed=seed,
                              n_queries=n_queries, window=window, k=k, threads=threads,
                              show_progress=show_progress, vectors=vectors)
         results += rows.values()
+        inserts += [{"index": name, **v} for name, v in ins.items()]
         ratios_by_n[str(size)] = _ratios(rows, pct)
         skipped += sk
         gc.collect()
@@ -654,6 +679,7 @@ def run(
         "results": results,
         "ratios": ratios_by_n[str(sizes[-1])],
         "ratios_by_n": ratios_by_n,
+        "inserts": inserts,
         "skipped": skipped,
         "elapsed_s": time.perf_counter() - t0,
     }

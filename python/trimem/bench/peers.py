@@ -63,6 +63,7 @@ __all__ = [
     "make_systems",
     "progress",
     "rrf",
+    "single_inserts",
 ]
 
 # Peer parameters shared with trimem (DESIGN.md §6).
@@ -191,6 +192,10 @@ class Shared:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def built(self, name: str) -> Built | None:
+        """The build of ``name`` if some system made it."""
+        return self._built.get(name)
+
     def get(self, name: str, builder: Callable[[], Any]) -> Built:
         b = self._built.get(name)
         if b is None:
@@ -310,6 +315,71 @@ def _lancedb_table(wl: Workload, shared: Shared) -> Any:
         else:
             table.create_index("ts", config=BTree())
     return table
+
+
+def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[str, Any]]:
+    """Adds ``count`` new records one call at a time to each index that was built (after the
+    timing rounds: they change the index) and times each add *until it is searchable*: trimem's
+    ``add`` (visible to the next search), hnswlib's ``add_items`` of one vector (capacity grown
+    first, untimed), tantivy's ``add_document`` + ``commit`` + ``reload`` (its writes are not
+    searchable before). Also the batch rate of the build (records / build seconds) and the
+    resident memory the build added. Returns per index: ``batch_per_s``, ``single_p50_ms``,
+    ``single_p99_ms``, ``build_rss_mb``."""
+    ds = wl.ds
+    n = len(ds)
+    src = [i % n for i in range(count)]
+    # New vectors near existing ones (a record's vector plus noise), unit length.
+    rng = np.random.default_rng(ds.seed + 17)
+    vecs = ds.vectors[src] + rng.normal(0.0, 0.05, size=(count, ds.dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+    out: dict[str, dict[str, Any]] = {}
+
+    def timed(name: str, one: Callable[[int], None]) -> None:
+        b = shared.built(name)
+        if b is None:
+            return
+        lat = np.empty(count)
+        for j in range(count):
+            t = time.perf_counter()
+            one(j)
+            lat[j] = time.perf_counter() - t
+        p50, p99 = np.percentile(lat, [50, 99]) * 1e3
+        out[name] = {"batch_per_s": n / b.build_s if b.build_s > 0 else None,
+                     "single_p50_ms": float(p50), "single_p99_ms": float(p99), "build_rss_mb": b.rss_mb}
+
+    t_built = shared.built("trimem")
+    if t_built is not None:
+        idx = t_built.obj
+
+        def add_trimem(j: int) -> None:
+            i = src[j]
+            idx.add(ids=[n + j], texts=[ds.texts[i]], timestamps=[int(ds.timestamps[i])],
+                    namespaces=[ds.namespaces[i]], vectors=vecs[j:j + 1])
+
+        timed("trimem", add_trimem)
+    h_built = shared.built("hnswlib")
+    if h_built is not None:
+        h = h_built.obj
+        h.resize_index(h.get_max_elements() + count)
+        timed("hnswlib", lambda j: h.add_items(vecs[j:j + 1], [n + j], num_threads=1))
+    tv_built = shared.built("tantivy")
+    if tv_built is not None:
+        tantivy = _require("tantivy")
+        index, _schema = tv_built.obj
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+
+        def add_tantivy(j: int) -> None:
+            doc = tantivy.Document()
+            doc.add_text("text", ds.texts[src[j]])
+            doc.add_unsigned("id", n + j)
+            writer.add_document(doc)
+            writer.commit()
+            index.reload()
+
+        timed("tantivy", add_tantivy)
+        writer.wait_merging_threads()
+    return out
 
 
 # --------------------------------------------------------------------------
