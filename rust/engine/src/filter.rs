@@ -2,7 +2,7 @@
 //! table into a cheap per-slot predicate that both searches call while they run.
 
 use crate::error::{EngineError, Result};
-use crate::records::{validate_name, Records};
+use crate::records::{validate_name, Order, Records};
 
 /// What a caller may restrict a search to. Time is microseconds since the epoch, half-open.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -218,25 +218,16 @@ impl<'a> Resolved<'a> {
 
     /// Exact number of matching records, counting no further than `cap + 1`.
     pub fn count_up_to(&self, cap: usize) -> usize {
-        self.matching_any_order().take(cap + 1).count()
+        self.matching(Order::Any).take(cap + 1).count()
     }
 
-    /// Every matching slot, in time order within a namespace and across them (slot order when
-    /// the filter names no namespace and no time).
-    pub fn matching(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+    /// Every matching slot: with [`Order::Time`] in time order within a namespace and across
+    /// them (slot order when the filter names no namespace and no time).
+    pub fn matching(&self, order: Order) -> Box<dyn Iterator<Item = u32> + '_> {
         if self.namespace.is_none() && self.time.is_none() {
             Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
         } else {
-            Box::new(self.records.range(self.namespace, self.time).filter(move |&s| self.allows(s)))
-        }
-    }
-
-    /// [`Resolved::matching`] in no particular order (the exact scan sorts by slot anyway).
-    pub fn matching_any_order(&self) -> Box<dyn Iterator<Item = u32> + '_> {
-        if self.namespace.is_none() && self.time.is_none() {
-            Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
-        } else {
-            Box::new(self.records.range_any_order(self.namespace, self.time).filter(move |&s| self.allows(s)))
+            Box::new(self.records.range(self.namespace, self.time, order).filter(move |&s| self.allows(s)))
         }
     }
 }

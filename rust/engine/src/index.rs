@@ -12,7 +12,7 @@ use crate::error::{EngineError, Result};
 use crate::filter::{Filter, Resolved, SlotBits};
 use crate::fusion::{fuse, FusionParams, Hit};
 use crate::hnsw::{Hnsw, HnswParams};
-use crate::records::{validate_name, Record, Records, Use};
+use crate::records::{validate_name, Order, Record, Records, Use};
 use crate::store::codec::{Dec, Enc};
 use crate::tokenize::{Tokenizer, TokenizerOptions};
 
@@ -533,7 +533,7 @@ impl HybridIndex {
         let mut c = Columns::default();
         let Some(r) = Resolved::new(&self.records, filter) else { return Ok(c) };
         let rec = &self.records;
-        for s in r.matching() {
+        for s in r.matching(Order::Time) {
             let s = s as usize;
             c.ids.push(rec.ids[s]);
             c.timestamps.push(rec.timestamps[s]);
@@ -679,7 +679,7 @@ impl HybridIndex {
     pub fn matching_ids(&self, filter: &Filter) -> Result<Vec<u64>> {
         filter.validate()?;
         let Some(r) = Resolved::new(&self.records, filter) else { return Ok(Vec::new()) };
-        Ok(r.matching().map(|s| self.records.ids[s as usize]).collect())
+        Ok(r.matching(Order::Time).map(|s| self.records.ids[s as usize]).collect())
     }
 
     /// Ids of all records, in slot order.
@@ -948,7 +948,7 @@ impl HybridIndex {
             Some(b) => b.ones().collect(),
             None if estimate.saturating_mul(128) >= self.records.capacity() => filter.bitmap().ones().collect(),
             None => {
-                let mut slots: Vec<u32> = filter.matching_any_order().collect();
+                let mut slots: Vec<u32> = filter.matching(Order::Any).collect();
                 slots.sort_unstable();
                 slots
             }

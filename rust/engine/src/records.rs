@@ -189,6 +189,15 @@ impl SlotOf {
     }
 }
 
+/// The order [`Records::range`] lists slots in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// By time (then slot), across namespaces too.
+    Time,
+    /// Whatever is cheapest (callers that sort or only count).
+    Any,
+}
+
 /// What a use of a record was, for [`Records::count_use`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Use {
@@ -392,29 +401,26 @@ impl Records {
         self.free.push(slot);
     }
 
-    /// Slots in `namespace` (when given) with a timestamp in `[lo, hi)` (any time when `None`),
-    /// in time order (ties by slot).
-    pub fn range(&self, namespace: Option<u32>, time: Option<(i64, i64)>) -> Box<dyn Iterator<Item = u32> + '_> {
-        match namespace {
-            Some(ns) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
-            None => Box::new(MergeByTime::new(self.namespaces.live_ids().map(|ns| self.namespace_range(ns, time)))),
-        }
-    }
-
-    /// The slots of [`Records::range`] in no particular order (cheaper without a namespace).
-    pub fn range_any_order(&self, namespace: Option<u32>, time: Option<(i64, i64)>) -> Box<dyn Iterator<Item = u32> + '_> {
-        match namespace {
-            Some(ns) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
-            None => Box::new(self.namespaces.live_ids().flat_map(move |ns| self.namespace_range(ns, time)).map(|k| k.slot)),
+    /// Slots in `namespace` (when given) with a timestamp in `[lo, hi)` (any time when `None`):
+    /// in time order (ties by slot) with [`Order::Time`], else as the namespaces' ranges come
+    /// (cheaper when no namespace is named: no merge).
+    pub fn range(&self, namespace: Option<u32>, time: Option<(i64, i64)>, order: Order) -> Box<dyn Iterator<Item = u32> + '_> {
+        match (namespace, order) {
+            (Some(ns), _) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
+            (None, Order::Time) => {
+                Box::new(MergeByTime::new(self.namespaces.live_ids().map(|ns| self.namespace_range(ns, time))))
+            }
+            (None, Order::Any) => {
+                Box::new(self.namespaces.live_ids().flat_map(move |ns| self.namespace_range(ns, time)).map(|k| k.slot))
+            }
         }
     }
 
     fn namespace_range(&self, ns: u32, time: Option<(i64, i64)>) -> std::collections::btree_set::Range<'_, NsTime> {
-        use std::ops::Bound::{Excluded, Included};
         let key = |timestamp, slot| NsTime { timestamp, namespace: ns, slot };
         match time {
-            Some((lo, hi)) if lo < hi => self.by_namespace_time.range((Included(key(lo, 0)), Excluded(key(hi, 0)))),
-            Some((lo, _)) => self.by_namespace_time.range((Included(key(lo, 0)), Excluded(key(lo, 0)))),
+            // An empty range (lo >= hi) reads nothing.
+            Some((lo, hi)) => self.by_namespace_time.range(key(lo, 0)..key(hi.max(lo), 0)),
             None => self.by_namespace_time.range(key(i64::MIN, 0)..=key(i64::MAX, u32::MAX)),
         }
     }
