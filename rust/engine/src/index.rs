@@ -795,7 +795,7 @@ impl HybridIndex {
         let window = p.window.unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
 
         let plan = self.plan(&filter, query_vec.is_some());
-        let terms = use_text.map(|t| self.tokenizer.tokenize(t));
+        let terms = use_text.map(|t| self.bm25.query(&self.tokenizer.tokenize(t)));
         let bm25_leg = || match &terms {
             Some(terms) => {
                 let ids = &self.records.ids;
@@ -817,7 +817,7 @@ impl HybridIndex {
         // never waits for the helper to wake (it runs a leg the helper has not started itself).
         let parallel = query_vec.is_some()
             && self.config.threads != 1
-            && terms.as_ref().is_some_and(|t| self.bm25.postings_to_read(t) >= PARALLEL_LEGS_POSTINGS);
+            && terms.as_ref().is_some_and(|q| self.bm25.postings_to_read(q) >= PARALLEL_LEGS_POSTINGS);
         let ((mut vec_hits, plan), bm25_hits) =
             if parallel { crate::overlap::join(vector_leg, bm25_leg) } else { (vector_leg(), bm25_leg()) };
         if let Some(floor) = p.min_cosine {
@@ -1056,7 +1056,7 @@ mod tests {
             idx
         };
         let (one, two) = (build(1), build(2));
-        assert!(two.bm25.postings_to_read(&["t".to_owned()]) >= PARALLEL_LEGS_POSTINGS);
+        assert!(two.bm25.postings_to_read(&two.bm25.query(&["t".to_owned()])) >= PARALLEL_LEGS_POSTINGS);
         let p = SearchParams { k: 10, ..Default::default() };
         for q in 0..20 {
             let qv = &v[q * dim..(q + 1) * dim];
