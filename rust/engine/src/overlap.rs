@@ -13,9 +13,11 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::{Acquire, Release}};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
+
+use crate::spin::spin_while;
 
 /// How long the helper watches for the next job before it sleeps, and a poster for the
 /// helper to finish before it sleeps: searches in a loop keep the helper awake, a lone search
@@ -85,10 +87,7 @@ fn helper() -> Option<&'static Helper> {
 impl Helper {
     fn serve(&self) {
         loop {
-            let until = Instant::now() + SPIN_FOR;
-            while !self.pending.load(Acquire) && Instant::now() < until {
-                std::hint::spin_loop();
-            }
+            spin_while(SPIN_FOR, || !self.pending.load(Acquire));
             let job = {
                 let mut slot = self.slot.lock();
                 while slot.is_none() {
@@ -109,10 +108,7 @@ impl Helper {
     }
 
     fn wait_finished(&self, seq: u64) {
-        let until = Instant::now() + SPIN_FOR;
-        while self.finished.load(Acquire) < seq && Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        spin_while(SPIN_FOR, || self.finished.load(Acquire) < seq);
         let mut g = self.finished_lock.lock();
         while self.finished.load(Acquire) < seq {
             self.finished_cv.wait(&mut g);
