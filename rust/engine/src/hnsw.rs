@@ -178,6 +178,7 @@ impl Hnsw {
             + self.upper.capacity() * 4
             + self.upper_at.capacity() * 4
             + self.levels.capacity()
+            + self.linked.capacity()
             + self.locks.capacity()
     }
 
@@ -352,25 +353,11 @@ impl Hnsw {
             sorted.retain(|c| c.slot != slot && self.part[c.slot as usize] == partition);
             let chosen = self.select_heuristic(&sorted, self.m);
             {
-                // Another thread may have linked to this node already (it can be reached through
-                // a back-link written at a higher level): keep those links, never overwrite them.
+                // No other insert writes to this node's lists while its own insert runs (they
+                // skip unfinished nodes), so its list at this level is empty until written here.
                 let _own = self.locks[slot as usize].lock();
-                let mut existing = Vec::new();
-                self.read_links(slot, l, &mut existing);
-                let mut merged = chosen.clone();
-                for &e in &existing {
-                    let same = self.part[e as usize] == partition;
-                    if e != slot && same && self.at_level(e, l) && !merged.iter().any(|c| c.slot == e) {
-                        merged.push(Scored { dist: self.dist(&q, e), slot: e });
-                    }
-                }
-                merged.sort_unstable();
-                let keep = if merged.len() > self.max_links(l) {
-                    self.select_heuristic(&merged, self.max_links(l))
-                } else {
-                    merged
-                };
-                let ids: Vec<u32> = keep.iter().map(|c| c.slot).collect();
+                debug_assert_eq!(self.links(slot, l)[0].load(Relaxed), 0);
+                let ids: Vec<u32> = chosen.iter().map(|c| c.slot).collect();
                 self.write_links(slot, l, &ids);
             }
             for c in &chosen {
