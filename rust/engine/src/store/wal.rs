@@ -150,7 +150,7 @@ pub struct Wal {
     file: DataFile,
     generation: u64,
     end: u64,
-    /// Where the zero-filled space ahead of `end` ends (the file's size).
+    /// Where the zero-filled space ahead of `end` ends (the file's size; never below `end`).
     allocated: u64,
     durability: Durability,
     /// Set when a failed write could not be undone: later writes are refused until reopen.
@@ -267,6 +267,7 @@ impl Wal {
             return Err(e);
         }
         self.end += buf.len() as u64;
+        self.allocated = self.allocated.max(self.end);
         Ok(())
     }
 
@@ -277,7 +278,7 @@ impl Wal {
             return;
         }
         let to = self.end + len + (self.end / 4).clamp(PREALLOCATE_MIN, PREALLOCATE_MAX);
-        if self.file.preallocate(self.allocated.max(self.end), to).is_ok() {
+        if self.file.preallocate(self.allocated, to).is_ok() {
             self.allocated = to;
         }
     }
@@ -285,7 +286,7 @@ impl Wal {
     /// Puts the log back as it was before a failed append wrote (part of) `[self.end, to)`:
     /// zeros again where the space was allocated, cut off beyond it.
     fn undo(&mut self, to: u64) {
-        let (end, allocated) = (self.end, self.allocated.max(self.end));
+        let (end, allocated) = (self.end, self.allocated);
         let restored = self.file.write_zeros(end, to.min(allocated)).and_then(|()| {
             if to > allocated { self.file.set_len(allocated) } else { Ok(()) }
         });
