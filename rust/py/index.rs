@@ -383,7 +383,7 @@ impl HybridIndex {
         let result = py
             .detach(|| inner.read().search(text, vector.as_deref(), &params))
             .map_err(to_py_err)?;
-        Ok(Hits::new(py, result))
+        Ok(Hits::new(result))
     }
 }
 
@@ -399,7 +399,7 @@ pub struct Hits {
 }
 
 impl Hits {
-    fn new(_py: Python<'_>, r: trimem_engine::SearchResult) -> Self {
+    fn new(r: trimem_engine::SearchResult) -> Self {
         Hits { hits: r.hits, plan: r.plan.name(), columns: std::array::from_fn(|_| PyOnceLock::new()) }
     }
 
