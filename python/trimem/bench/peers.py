@@ -333,12 +333,40 @@ def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[s
     vecs = ds.vectors[src] + rng.normal(0.0, 0.05, size=(count, ds.dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     vecs = np.ascontiguousarray(vecs, dtype=np.float32)
-    out: dict[str, dict[str, Any]] = {}
 
-    def timed(name: str, one: Callable[[int], None]) -> None:
+    def trimem_adder(idx: Any) -> Callable[[int], None]:
+        def add(j: int) -> None:
+            i = src[j]
+            idx.add(ids=[n + j], texts=[ds.texts[i]], timestamps=[int(ds.timestamps[i])],
+                    namespaces=[ds.namespaces[i]], vectors=vecs[j:j + 1])
+        return add
+
+    def hnswlib_adder(h: Any) -> Callable[[int], None]:
+        h.resize_index(h.get_max_elements() + count)
+        return lambda j: h.add_items(vecs[j:j + 1], [n + j], num_threads=1)
+
+    def tantivy_adder(built: tuple[Any, Any]) -> Callable[[int], None]:
+        tantivy = _require("tantivy")
+        index = built[0]
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+
+        def add(j: int) -> None:
+            doc = tantivy.Document()
+            doc.add_text("text", ds.texts[src[j]])
+            doc.add_unsigned("id", n + j)
+            writer.add_document(doc)
+            writer.commit()
+            index.reload()
+        return add
+
+    out: dict[str, dict[str, Any]] = {}
+    adders: dict[str, Callable[[Any], Callable[[int], None]]] = {
+        "trimem": trimem_adder, "hnswlib": hnswlib_adder, "tantivy": tantivy_adder}
+    for name, make in adders.items():
         b = shared.built(name)
         if b is None:
-            return
+            continue
+        one = make(b.obj)  # set-up (capacity, writer) untimed
         lat = np.empty(count)
         for j in range(count):
             t = time.perf_counter()
@@ -347,38 +375,6 @@ def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[s
         p50, p99 = np.percentile(lat, [50, 99]) * 1e3
         out[name] = {"batch_per_s": n / b.build_s if b.build_s > 0 else None,
                      "single_p50_ms": float(p50), "single_p99_ms": float(p99), "build_rss_mb": b.rss_mb}
-
-    t_built = shared.built("trimem")
-    if t_built is not None:
-        idx = t_built.obj
-
-        def add_trimem(j: int) -> None:
-            i = src[j]
-            idx.add(ids=[n + j], texts=[ds.texts[i]], timestamps=[int(ds.timestamps[i])],
-                    namespaces=[ds.namespaces[i]], vectors=vecs[j:j + 1])
-
-        timed("trimem", add_trimem)
-    h_built = shared.built("hnswlib")
-    if h_built is not None:
-        h = h_built.obj
-        h.resize_index(h.get_max_elements() + count)
-        timed("hnswlib", lambda j: h.add_items(vecs[j:j + 1], [n + j], num_threads=1))
-    tv_built = shared.built("tantivy")
-    if tv_built is not None:
-        tantivy = _require("tantivy")
-        index, _schema = tv_built.obj
-        writer = index.writer(heap_size=50_000_000, num_threads=1)
-
-        def add_tantivy(j: int) -> None:
-            doc = tantivy.Document()
-            doc.add_text("text", ds.texts[src[j]])
-            doc.add_unsigned("id", n + j)
-            writer.add_document(doc)
-            writer.commit()
-            index.reload()
-
-        timed("tantivy", add_tantivy)
-        writer.wait_merging_threads()
     return out
 
 
