@@ -899,10 +899,6 @@ impl HybridIndex {
             }
             None => None,
         };
-        let allow = |s: u32| match bits {
-            Some(b) => b.contains(s),
-            None => filter.allows(s),
-        };
         let mut ef = ef.max(window);
         if plan.two_hop {
             // A selective filter leaves fewer allowed nodes near the query; a wider beam keeps
@@ -915,8 +911,12 @@ impl HybridIndex {
             // Deleted records are out of the graph, so with no restriction there is nothing to
             // check. Within a namespace's graph the namespace is still checked: a link left by
             // a deleted node whose slot another namespace reused may point across.
-            if plan.restricts || plan.partition.is_some() {
-                self.hnsw.search(q, window, ef, Some(&allow), plan.two_hop, partition)
+            // One walk per kind of check, so that the bitmap test (most of a selective walk's
+            // checks) is inlined rather than a call that also carries the full filter.
+            if let (true, Some(b)) = (plan.restricts || plan.partition.is_some(), bits) {
+                self.hnsw.search(q, window, ef, Some(&|s| b.contains(s)), plan.two_hop, partition)
+            } else if plan.restricts || plan.partition.is_some() {
+                self.hnsw.search(q, window, ef, Some(&|s| filter.allows(s)), plan.two_hop, partition)
             } else {
                 self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false, partition)
             }
