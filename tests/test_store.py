@@ -62,6 +62,7 @@ from trimem.errors import (
     UnknownIdError,
 )
 from trimem.memory import Memory
+from trimem.timeutil import to_micros
 
 CHILD = Path(__file__).with_name("_store_child.py")
 UTC = timezone.utc
@@ -643,6 +644,36 @@ def test_io_fault(tmp_path: Path, kind: str, op: str) -> None:
     with opened(folder) as mem:
         assert mem._store.recovery()["torn_bytes"] == 0
         assert observe(mem, users) == after
+
+
+@pytest.mark.parametrize("kind", FAULTS)
+def test_io_fault_on_a_duplicate_reinforces_nothing(tmp_path: Path, kind: str) -> None:
+    """A failed retain of a near-duplicate leaves the episode it duplicates as it was (its
+    mention is counted only once the write is durable); a successful one counts it, in memory
+    and after a reopen alike."""
+    folder = tmp_path / "m"
+    mem, ids = _fault_fixture(folder)
+
+    def usage(m: Memory) -> dict[str, list[int]]:
+        cols = m._episode_index.columns()
+        return {k: cols[k].tolist() for k in ("ids", "mentions", "last_access")}
+
+    again = dict(text="fault fixture 0 handbook deploy", user_id="u1", session_id="s1")
+    try:
+        before = usage(mem)
+        mem._store.inject_fault(kind)
+        with pytest.raises(StoreIOError):
+            mem.retain(**again, timestamp=T0 + timedelta(days=2))
+        assert usage(mem) == before
+        assert mem.retain(**again, timestamp=T0 + timedelta(days=3)).id == ids["e0"]
+        after = usage(mem)
+        row = after["ids"].index(ids["e0"])
+        assert after["mentions"][row] == before["mentions"][row] + 1
+        assert after["last_access"][row] == to_micros(T0 + timedelta(days=3))
+    finally:
+        mem.close()
+    with opened(folder) as mem:
+        assert usage(mem) == after
 
 
 def test_io_fault_that_cannot_be_undone_refuses_writes_until_reopen(tmp_path: Path) -> None:

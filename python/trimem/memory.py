@@ -310,7 +310,8 @@ class Memory:
         """Retains are written to the log, then indexed while the store's fsync thread syncs
         them (indexing and fsync take about as long, so a durable retain costs one, not both).
         The call returns once the log is durable; if the fsync fails the log no longer holds
-        them, and they are taken back out of the index before the error is raised."""
+        them, and they are taken back out of the index before the error is raised. A duplicate's
+        mention is counted only once the log is durable, so a failed write reinforces nothing."""
         assert self._store is not None
         ticket, touch = self._log(ops, deferred=True)
         assert ticket is not None
@@ -321,7 +322,7 @@ class Memory:
         try:
             for op in ops:
                 assert isinstance(op, OpRetain)
-                duplicates.update(self._apply_retain(op))
+                duplicates.update(self._apply_retain(op, reinforce=False))
                 added.extend(e.id for e in op.episodes)
         finally:
             try:
@@ -335,7 +336,22 @@ class Memory:
                     else:
                         self._user_last[u] = i
                 raise
+        self._reinforce(ops, duplicates)
         return duplicates
+
+    def _reinforce(self, ops: list[Op], duplicates: dict[int, int]) -> None:
+        """Counts a mention of each duplicated episode at its duplicate's time, as indexing
+        with `reinforce=True` would have (replaying the log does exactly that)."""
+        if not duplicates:
+            return
+        by_time: dict[int, list[int]] = {}
+        for op in ops:
+            assert isinstance(op, OpRetain)
+            for e in op.episodes:
+                if e.id in duplicates:
+                    by_time.setdefault(e.timestamp, []).append(duplicates[e.id])
+        for at, ids in by_time.items():
+            self._episode_index.mention(ids, at)
 
     def _take_touches(self) -> OpTouch | None:
         """The pending use counts as one op (or none), handed to the next write."""
@@ -639,8 +655,9 @@ class Memory:
                                timestamp=timestamp, importance=r.importance)
         return Placement(layer=r.layer, kind=r.kind, importance=r.importance, reason=r.reason, item=item)
 
-    def _apply_retain(self, op: OpRetain) -> dict[int, int]:
-        """Indexes the episodes; returns {id: id of the stored episode it duplicated}."""
+    def _apply_retain(self, op: OpRetain, *, reinforce: bool = True) -> dict[int, int]:
+        """Indexes the episodes; returns {id: id of the stored episode it duplicated}. With
+        `reinforce=False` the duplicated episodes' mentions are left to the caller."""
         eps = op.episodes
         texts = [self._search_text(e) for e in eps]
         dup_of = self._episode_index.add(
@@ -653,6 +670,7 @@ class Memory:
             payloads=[episode_payload(e, t) for e, t in zip(eps, texts)],
             importance=[e.importance for e in eps],
             dedup=op.dedup,
+            reinforce=reinforce,
         )
         duplicates: dict[int, int] = {}
         for e, d in zip(eps, dup_of or itertools.repeat(None)):

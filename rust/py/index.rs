@@ -129,9 +129,12 @@ impl HybridIndex {
     /// Adds records; all-or-nothing. An existing id raises `DuplicateIdError` unless `upsert`.
     /// With `dedup=(min_jaccard, min_cosine)` a near-duplicate of a record in its namespace
     /// (or earlier in the batch) is not inserted but reinforces that record; the call then
-    /// returns, per row, the id it duplicated (None where the row was inserted).
+    /// returns, per row, the id it duplicated (None where the row was inserted). With
+    /// `reinforce=False` a duplicate is only reported, not counted as a mention (a caller
+    /// whose write may still fail counts it with `mention` once the write is durable).
     #[pyo3(signature = (ids, texts, timestamps, namespaces, vectors = None, *, sessions = None,
-                        payloads = None, importance = None, upsert = false, dedup = None))]
+                        payloads = None, importance = None, upsert = false, dedup = None,
+                        reinforce = true))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -146,10 +149,11 @@ impl HybridIndex {
         importance: Option<&Bound<'_, PyAny>>,
         upsert: bool,
         dedup: Option<(f32, f32)>,
+        reinforce: bool,
     ) -> PyResult<Option<Vec<Option<u64>>>> {
         let dedup = match dedup {
             Some((j, c)) if (0.0..=1.0).contains(&j) && (-1.0..=1.0).contains(&c) => {
-                Some(DedupParams { min_jaccard: j, min_cosine: c, ..DedupParams::default() })
+                Some(DedupParams { min_jaccard: j, min_cosine: c, reinforce, ..DedupParams::default() })
             }
             Some((j, c)) => {
                 return Err(error(py, INVALID_ARGUMENT, format!(

@@ -51,11 +51,14 @@ pub struct DedupParams {
     pub candidate_bits: u32,
     /// How many of the namespace's most recent records are compared (at most [`RECENT_KEEP`]).
     pub scan: usize,
+    /// Whether a duplicate counts a mention of the record it duplicates (false: only report
+    /// it, for a caller that counts once its write is durable).
+    pub reinforce: bool,
 }
 
 impl Default for DedupParams {
     fn default() -> Self {
-        DedupParams { min_jaccard: 0.8, min_cosine: 0.9, candidate_bits: 14, scan: 1024 }
+        DedupParams { min_jaccard: 0.8, min_cosine: 0.9, candidate_bits: 14, scan: 1024, reinforce: true }
     }
 }
 

@@ -449,7 +449,9 @@ impl HybridIndex {
             let fp = batch.prints[row];
             if let Some(p) = dedup {
                 if let Some(dup) = self.duplicate_of(r, fp, p) {
-                    self.records.count_use(dup, Use::Mention, r.timestamp);
+                    if p.reinforce {
+                        self.records.count_use(dup, Use::Mention, r.timestamp);
+                    }
                     duplicates[row] = Some(self.records.ids[dup as usize]);
                     continue;
                 }
