@@ -115,6 +115,21 @@ def test_dedup_exact_near_and_distinct() -> None:
     assert 7 in idx
 
 
+def test_dedup_without_reinforce_reports_and_counts_nothing() -> None:
+    """`reinforce=False` finds the same duplicates but leaves their use counts to the caller."""
+    idx = HybridIndex(0)
+    base = "We moved the billing service from Heroku to Fly.io last Tuesday after the outage"
+    idx.add(ids=[1], texts=[base], timestamps=[T0], namespaces=["u"])
+    out = idx.add(ids=[2, 3], texts=[base.lower(), "an unrelated note about lunch"], timestamps=[T0 + 5, T0 + 6],
+                  namespaces=["u", "u"], dedup=(0.8, 0.9), reinforce=False)
+    assert out == [1, None]
+    rec = idx.get(1)
+    assert rec is not None and (rec.mentions, rec.last_access) == (0, 0)
+    assert idx.mention([1], T0 + 5) == 1
+    rec = idx.get(1)
+    assert rec is not None and (rec.mentions, rec.last_access) == (1, T0 + 5)
+
+
 def test_dedup_cosine_vetoes_a_textual_match() -> None:
     idx = HybridIndex(3)
     text = "restart the api gateway on node three"
