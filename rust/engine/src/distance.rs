@@ -16,12 +16,21 @@ pub fn kernel_name() -> &'static str {
     kernels().0
 }
 
+/// Whether AVX-512 code may run: the CPU has AVX-512F and `TRIMEM_SIMD=avx2` does not hold
+/// it back (to A/B the AVX2 kernels on an AVX-512 machine). Decided once per process, for
+/// every kernel that has an AVX-512 build (dot products here, the filter's bitmap pass).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512_allowed() -> bool {
+    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOWED.get_or_init(|| {
+        std::env::var("TRIMEM_SIMD").map_or(true, |v| v != "avx2") && std::arch::is_x86_feature_detected!("avx512f")
+    })
+}
+
 fn kernels() -> (&'static str, DotFn) {
     #[cfg(target_arch = "x86_64")]
     {
-        // `TRIMEM_SIMD=avx2` keeps the AVX2 kernel on an AVX-512 machine (for A/B runs).
-        let allow_512 = std::env::var("TRIMEM_SIMD").map_or(true, |v| v != "avx2");
-        if allow_512 && std::arch::is_x86_feature_detected!("avx512f") {
+        if avx512_allowed() {
             return ("avx512f", dot_avx512);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {

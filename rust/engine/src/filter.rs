@@ -150,8 +150,8 @@ impl<'a> Resolved<'a> {
     pub fn bitmap(&self) -> SlotBits {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512bw") {
-                // SAFETY: AVX-512BW (which implies AVX-512F) was detected just above.
+            if crate::distance::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: AVX-512F and AVX-512BW were detected just above.
                 return SlotBits(unsafe { self.bitmap_avx512() });
             }
             if std::arch::is_x86_feature_detected!("avx2") {
