@@ -915,12 +915,10 @@ impl HybridIndex {
             // a deleted node whose slot another namespace reused may point across.
             // One walk per kind of check, so that the bitmap test (most of a selective walk's
             // checks) is inlined rather than a call that also carries the full filter.
-            if let (true, Some(b)) = (plan.restricts || plan.partition.is_some(), bits) {
-                self.hnsw.search(q, window, ef, Some(&|s| b.contains(s)), plan.two_hop, partition)
-            } else if plan.restricts || plan.partition.is_some() {
-                self.hnsw.search(q, window, ef, Some(&|s| filter.allows(s)), plan.two_hop, partition)
-            } else {
-                self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false, partition)
+            match (plan.restricts || plan.partition.is_some(), bits) {
+                (true, Some(b)) => self.hnsw.search(q, window, ef, Some(&|s| b.contains(s)), plan.two_hop, partition),
+                (true, None) => self.hnsw.search(q, window, ef, Some(&|s| filter.allows(s)), plan.two_hop, partition),
+                (false, _) => self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false, partition),
             }
         };
         let mut hits = match (self.config.partition_by_namespace, plan.partition) {

@@ -4,15 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-/// Spins while `waiting()` holds, for at most `limit`; returns whether it stopped holding.
+/// Spins while `waiting()` holds, for at most `limit` (callers check their condition again
+/// under their lock before they sleep).
 #[inline]
-pub fn spin_while(limit: Duration, waiting: impl Fn() -> bool) -> bool {
+pub fn spin_while(limit: Duration, waiting: impl Fn() -> bool) {
     let until = Instant::now() + limit;
-    while waiting() {
-        if Instant::now() >= until {
-            return false;
-        }
+    while waiting() && Instant::now() < until {
         std::hint::spin_loop();
     }
-    true
 }
