@@ -399,22 +399,42 @@ pub struct Hits {
     /// Which path the vector leg took: "graph", "exact", "graph+exact" or "none".
     #[pyo3(get)]
     plan: &'static str,
-    columns: [PyOnceLock<Py<PyAny>>; 13],
+    columns: [PyOnceLock<Py<PyAny>>; COLUMNS],
 }
+
+/// The columns of [`Hits`], in their slots of `Hits::columns`.
+#[derive(Clone, Copy)]
+enum Column {
+    Ids,
+    Scores,
+    Bm25Scores,
+    VectorScores,
+    Bm25Ranks,
+    VectorRanks,
+    Decay,
+    Importance,
+    BaseImportance,
+    Accesses,
+    Mentions,
+    LastAccess,
+    Timestamps,
+}
+
+const COLUMNS: usize = Column::Timestamps as usize + 1;
 
 impl Hits {
     fn new(r: trimem_engine::SearchResult) -> Self {
         Hits { hits: r.hits, plan: r.plan.name(), columns: std::array::from_fn(|_| PyOnceLock::new()) }
     }
 
-    /// Column `i`, built from `f` over the hits the first time it is asked for.
+    /// Column `c`, built from `f` over the hits the first time it is asked for.
     fn column<'py, T: numpy::Element>(
         &self,
         py: Python<'py>,
-        i: usize,
+        c: Column,
         f: impl Fn(&trimem_engine::Hit) -> T,
     ) -> Bound<'py, PyAny> {
-        self.columns[i]
+        self.columns[c as usize]
             .get_or_init(py, || self.hits.iter().map(f).collect::<Vec<T>>().to_pyarray(py).into_any().unbind())
             .bind(py)
             .clone()
@@ -433,75 +453,75 @@ impl Hits {
 
     #[getter]
     fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 0, |x| x.id)
+        self.column(py, Column::Ids, |x| x.id)
     }
 
     /// Final scores (fused relevance plus any decay and importance terms).
     #[getter]
     fn scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 1, |x| x.score)
+        self.column(py, Column::Scores, |x| x.score)
     }
 
     /// Raw BM25 scores, NaN where the BM25 leg did not return the record.
     #[getter]
     fn bm25_scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 2, |x| x.bm25.map_or(f32::NAN, |b| b.1))
+        self.column(py, Column::Bm25Scores, |x| x.bm25.map_or(f32::NAN, |b| b.1))
     }
 
     /// Similarities (cosine, or inner product), NaN where the vector leg missed the record.
     #[getter]
     fn vector_scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 3, |x| x.vector.map_or(f32::NAN, |v| v.1))
+        self.column(py, Column::VectorScores, |x| x.vector.map_or(f32::NAN, |v| v.1))
     }
 
     /// 1-based ranks in the BM25 leg, 0 where absent.
     #[getter]
     fn bm25_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 4, |x| x.bm25.map_or(0u32, |b| b.0))
+        self.column(py, Column::Bm25Ranks, |x| x.bm25.map_or(0u32, |b| b.0))
     }
 
     #[getter]
     fn vector_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 5, |x| x.vector.map_or(0u32, |v| v.0))
+        self.column(py, Column::VectorRanks, |x| x.vector.map_or(0u32, |v| v.0))
     }
 
     /// Decay factors 0.5^(age / half_life) (1 when decay is off).
     #[getter]
     fn decay<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 6, |x| x.decay)
+        self.column(py, Column::Decay, |x| x.decay)
     }
 
     /// Effective importance: base plus reinforcement from use, at most 1.
     #[getter]
     fn importance<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 7, |x| x.importance)
+        self.column(py, Column::Importance, |x| x.importance)
     }
 
     #[getter]
     fn base_importance<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 8, |x| x.base_importance)
+        self.column(py, Column::BaseImportance, |x| x.base_importance)
     }
 
     /// Times each record was recalled (touched) and seen again (deduplicated into it).
     #[getter]
     fn accesses<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 9, |x| x.accesses)
+        self.column(py, Column::Accesses, |x| x.accesses)
     }
 
     #[getter]
     fn mentions<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 10, |x| x.mentions)
+        self.column(py, Column::Mentions, |x| x.mentions)
     }
 
     /// Last use, µs (0: never).
     #[getter]
     fn last_access<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 11, |x| x.last_access)
+        self.column(py, Column::LastAccess, |x| x.last_access)
     }
 
     #[getter]
     fn timestamps<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, 12, |x| x.timestamp)
+        self.column(py, Column::Timestamps, |x| x.timestamp)
     }
 }
 
