@@ -109,6 +109,23 @@ def clustered_20k() -> Clustered:
     return make_clustered(20_000, 64, n_queries=200, n_centers=1000, seed=1)
 
 
+def build_index(data: Clustered, *, rows: np.ndarray | None = None, vectors: np.ndarray | None = None,
+                **kw) -> trimem.HybridIndex:
+    """An index of `data`'s records `rows` (all by default; record i has id i and text
+    "record i"), with `vectors` in place of theirs if given, made with `kw`."""
+    rows = np.arange(data.n) if rows is None else rows
+    vecs = data.vectors[rows] if vectors is None else vectors
+    idx = trimem.HybridIndex(dim=data.dim, **kw)
+    idx.add(
+        ids=rows.astype(np.uint64),
+        texts=[f"record {i}" for i in rows],
+        timestamps=data.timestamps[rows],
+        namespaces=[data.namespaces[i] for i in rows],
+        vectors=np.ascontiguousarray(vecs),
+    )
+    return idx
+
+
 def brute_topk(queries: np.ndarray, data: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
     """Exact top-k row indices by inner product (cosine on unit rows), ties to the lower row."""
     if rows is None:

@@ -7,24 +7,11 @@ import numpy as np
 import pytest
 
 import trimem
+from conftest import build_index as build
 from trimem.bench.datasets import time_window
 
 K = 10
 EF = 64
-
-
-def build(data, *, rows: np.ndarray | None = None, vectors: np.ndarray | None = None, **kw) -> trimem.HybridIndex:
-    rows = np.arange(data.n) if rows is None else rows
-    vecs = data.vectors[rows] if vectors is None else vectors
-    idx = trimem.HybridIndex(dim=data.dim, **kw)
-    idx.add(
-        ids=rows.astype(np.uint64),
-        texts=[f"record {i}" for i in rows],
-        timestamps=data.timestamps[rows],
-        namespaces=[data.namespaces[i] for i in rows],
-        vectors=np.ascontiguousarray(vecs),
-    )
-    return idx
 
 
 def vector_search(idx: trimem.HybridIndex, queries: np.ndarray, **kw) -> list[trimem.Hits]:

@@ -316,6 +316,7 @@ impl HybridIndex {
         d.set_item("dim", s.dim)?;
         d.set_item("metric", s.metric)?;
         d.set_item("simd", s.kernel)?;
+        d.set_item("sketch_simd", s.sketch_kernel)?;
         Ok(d)
     }
 

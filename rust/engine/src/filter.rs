@@ -57,6 +57,20 @@ impl SlotBits {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    /// The allowed slots whose bit is also set in `mask` (missing words count as zero), in
+    /// increasing order.
+    pub fn ones_within(&self, mask: &[u64]) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.count());
+        for (i, (&a, &b)) in self.0.iter().zip(mask).enumerate() {
+            let mut w = a & b;
+            while w != 0 {
+                out.push((i * 64) as u32 + w.trailing_zeros());
+                w &= w - 1;
+            }
+        }
+        out
+    }
+
     /// The allowed slots in increasing order.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().enumerate().flat_map(|(i, &word)| {

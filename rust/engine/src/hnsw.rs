@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use crate::distance::{dot_kernel, prefetch, DotFn};
 use crate::error::Result;
 use crate::hugepages;
+use crate::sketch::{QuerySketch, SignSketches};
 use crate::store::codec::{Dec, Enc};
 use crate::visited::{VisitedList, VisitedPool};
 
@@ -47,6 +48,8 @@ pub struct HnswParams {
     pub m: usize,
     pub ef_construction: usize,
     pub seed: u64,
+    /// Keep a sign sketch of every vector ([`crate::sketch`]) for scanning filtered searches.
+    pub sign_sketches: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +92,7 @@ pub struct Hnsw {
     entries: Mutex<HashMap<u32, Entry>>,
     live: usize,
     visited: VisitedPool,
+    sketches: Option<SignSketches>,
 }
 
 const NOT_IN_GRAPH: i8 = -1;
@@ -118,6 +122,7 @@ impl Hnsw {
             entries: Mutex::new(HashMap::new()),
             live: 0,
             visited: VisitedPool::default(),
+            sketches: params.sign_sketches.then(|| SignSketches::new(dim)),
         }
     }
 
@@ -180,6 +185,7 @@ impl Hnsw {
             + self.levels.capacity()
             + self.linked.capacity()
             + self.locks.capacity()
+            + self.sketches.as_ref().map_or(0, SignSketches::memory_bytes)
     }
 
     /// Grows per-slot storage so that slots `0..n` exist.
@@ -194,6 +200,9 @@ impl Hnsw {
         self.linked.resize_with(n, || AtomicBool::new(false));
         self.part.resize(n, 0);
         self.locks.resize_with(n, || Mutex::new(()));
+        if let Some(sk) = &mut self.sketches {
+            sk.ensure_slots(n);
+        }
     }
 
     #[inline(always)]
@@ -276,6 +285,9 @@ impl Hnsw {
         self.ensure_slots(slot as usize + 1);
         let s = slot as usize * self.dim;
         self.vectors[s..s + self.dim].copy_from_slice(vector);
+        if let Some(sk) = &mut self.sketches {
+            sk.set(slot, vector);
+        }
         let level = self.random_level();
         self.levels[slot as usize] = level as i8;
         self.linked[slot as usize].store(false, Relaxed);
@@ -641,6 +653,25 @@ impl Hnsw {
         top.into_sorted()
     }
 
+    /// One bit a slot, set for the slots in the graph, when sign sketches are kept (so that
+    /// [`Hnsw::sketch_scan`] can run).
+    pub fn sketched(&self) -> Option<&[u64]> {
+        self.sketches.as_ref().map(SignSketches::present)
+    }
+
+    /// Top-`k` over the given slots (increasing, all in the graph: see [`Hnsw::sketched`]), as
+    /// [`Hnsw::exact`] returns it, from the `rescore` slots whose sign sketches estimate the
+    /// highest similarity, scored exactly. Without sketches, the exact scan of every slot.
+    pub fn sketch_scan(&self, q: &[f32], k: usize, slots: &[u32], rescore: usize, tie_key: impl Fn(u32) -> u64) -> Vec<(f32, u32)> {
+        let Some(sk) = &self.sketches else {
+            return self.exact(q, k, slots, tie_key);
+        };
+        // A slot without a vector has an empty sketch, which must not take a candidate's place.
+        debug_assert!(slots.iter().all(|&s| self.contains(s)));
+        let chosen = QuerySketch::new(q).best(sk, slots, rescore.max(k), &tie_key);
+        self.exact(q, k, &chosen, tie_key)
+    }
+
     /// Similarity of `q` to the vector at `slot`, if it has one.
     pub fn similarity(&self, q: &[f32], slot: u32) -> Option<f32> {
         self.contains(slot).then(|| (self.dot)(q, self.vector(slot)))
@@ -739,6 +770,7 @@ impl Hnsw {
             return Err(d.error("partitions and entry points disagree"));
         }
         h.rng = d.u64()?;
+        h.sketches = params.sign_sketches.then(|| SignSketches::from_vectors(dim, &vectors, |s| levels[s] >= 0));
         h.vectors = vectors;
         h.level0 = level0.into_iter().map(AtomicU32::new).collect();
         h.upper = upper;
@@ -793,6 +825,9 @@ impl Hnsw {
         }
         let s = slot as usize * self.dim;
         self.vectors[s..s + self.dim].fill(0.0);
+        if let Some(sk) = &mut self.sketches {
+            sk.clear(slot);
+        }
         if level > 0 {
             if self.upper_free.len() <= level {
                 self.upper_free.resize_with(level + 1, Vec::new);
@@ -842,7 +877,7 @@ mod tests {
 
     fn build(n: usize, dim: usize, threads: usize) -> (Hnsw, Vec<Vec<f32>>) {
         let data = unit_vectors(n, dim, 7);
-        let mut h = Hnsw::new(dim, HnswParams { m: 16, ef_construction: 100, seed: 1 });
+        let mut h = Hnsw::new(dim, HnswParams { m: 16, ef_construction: 100, seed: 1, sign_sketches: true });
         for (i, v) in data.iter().enumerate() {
             h.stage(i as u32, v, 0);
         }
@@ -878,7 +913,7 @@ mod tests {
         // some nodes could not be found even by themselves (~1 build in 40 for the second).
         for seed in 0..40u64 {
             let data = unit_vectors(300, 32, seed + 11);
-            let mut h = Hnsw::new(32, HnswParams { m: 16, ef_construction: 200, seed });
+            let mut h = Hnsw::new(32, HnswParams { m: 16, ef_construction: 200, seed, sign_sketches: true });
             for (i, v) in data.iter().enumerate() {
                 h.stage(i as u32, v, 0);
             }

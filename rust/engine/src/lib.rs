@@ -17,6 +17,7 @@ mod hugepages;
 pub mod index;
 mod overlap;
 pub mod records;
+pub mod sketch;
 mod spin;
 pub mod store;
 pub mod tokenize;
