@@ -155,3 +155,19 @@ def test_sketch_plan_inside_a_namespace_graph(data) -> None:
         r = recall_at_k([h.ids.astype(np.int64) for h in hits], brute_topk(data.queries[:100], data.vectors, K, keep))
         print(f"namespace {namespace!r} window 20 % ({len(keep)} records): sketch recall@10 {r:.4f}")
         assert r >= 0.95
+
+
+def test_a_window_barely_wider_than_the_candidates_is_scored_exactly(data) -> None:
+    """Matches fewer than twice the candidates a sketch scan would re-score (4·ef) are all
+    scored exactly: the same cost, and exact."""
+    rows = np.arange(10_000)
+    idx = build_index(data, rows=rows)
+    (lo, hi), in_window = window(data, 0.15)
+    matches = in_window[in_window < 10_000]
+    assert 1000 < len(matches) < 2 * 4 * 256
+    for ef, plan in [(64, "sketch"), (256, "exact")]:
+        hits = answers(idx, data.queries[:20], time_range=(lo, hi), ef=ef)
+        assert {h.plan for h in hits} == {plan}, ef
+    exact = answers(idx, data.queries[:20], time_range=(lo, hi), ef=256)
+    want = brute_topk(data.queries[:20], data.vectors, K, matches)
+    assert [h.ids.tolist() for h in exact] == want.tolist()

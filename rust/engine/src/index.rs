@@ -901,17 +901,16 @@ impl HybridIndex {
         // candidates to re-score are scored exactly, which is then as cheap.
         const SKETCH_MAX_SHARE: f64 = 0.5;
         const SKETCH_SCAN_MAX: usize = 100_000;
-        let sketch = threshold > 0
+        let sketchable = threshold > 0
             && self.hnsw.sketched().is_some()
-            && rescore.is_some_and(|r| estimate > 2 * r)
             && share(estimate) <= SKETCH_MAX_SHARE
             && estimate <= SKETCH_SCAN_MAX;
-        let scan = match () {
-            _ if !vector_leg => None,
-            _ if few => Some(Scan::Exact),
-            _ if sketch => Some(Scan::Sketch(rescore.unwrap_or(0))),
-            _ if sparse => Some(Scan::Exact),
-            _ => None,
+        let scan = match rescore {
+            None => None,
+            Some(_) if few => Some(Scan::Exact),
+            Some(r) if sketchable && estimate > 2 * r => Some(Scan::Sketch(r)),
+            Some(_) if sketchable || sparse => Some(Scan::Exact),
+            Some(_) => None,
         };
         LegPlan { estimate, population, scan, two_hop: estimate * 2 < population, partition, restricts, bits }
     }
