@@ -1,7 +1,8 @@
 //! One-bit sign sketches of the stored vectors, for scanning the records a selective filter
 //! allows without walking the graph.
 //!
-//! A vector's sketch keeps the sign of each coordinate (48 bytes at 384 dims). A query is
+//! A vector's sketch keeps the sign of each coordinate (48 bytes at 384 dims, padded to a
+//! cache line). A query is
 //! quantised to 4 bits a coordinate, stored as four bit planes, so that its dot product with a
 //! sketch, Σ over the sketch's set bits of q_i, takes a few AND + popcount steps a word
 //! (RaBitQ's asymmetric estimator, without its rotation). The estimate only picks candidates:
@@ -11,8 +12,9 @@
 //! Why a scan rather than the graph: under a filter that allows a tenth of the records, the
 //! walk scores ~2.3× as many vectors as an unfiltered one and reads ~15× as many link lists,
 //! most of them of blocked nodes. Estimating every allowed record from its sketch costs a few
-//! nanoseconds each, and at 100k × 384 recall@10 after re-scoring 8·ef candidates is higher
-//! than the walk's (measured on the synthetic mixture and on MiniLM embeddings).
+//! nanoseconds each. At a 10 % window of 100k × 384, re-scoring 4·ef candidates, recall@10 is
+//! 0.985 on the synthetic mixture (the walk: 0.990) and 0.9995 on MiniLM embeddings (the
+//! walk: 0.961), in under half the walk's time.
 
 use crate::distance::prefetch;
 
@@ -176,6 +178,9 @@ impl QuerySketch {
         debug_assert_eq!(sketches.words, self.words);
         if slots.len() <= keep {
             return slots.to_vec();
+        }
+        if keep == 0 {
+            return Vec::new();
         }
         let mut keys = vec![0i32; slots.len()];
         (kernel())(self, sketches, slots, &mut keys);
