@@ -171,3 +171,23 @@ def test_a_window_barely_wider_than_the_candidates_is_scored_exactly(data) -> No
     exact = answers(idx, data.queries[:20], time_range=(lo, hi), ef=256)
     want = brute_topk(data.queries[:20], data.vectors, K, matches)
     assert [h.ids.tolist() for h in exact] == want.tolist()
+
+
+def test_namespace_filter_and_hybrid_mode_take_the_sketch_plan(data, default_index) -> None:
+    """One graph for all namespaces: a namespace alone (a quarter of the records) is a filter
+    like a window; in hybrid mode the vector leg's 50 candidates come from the same scan."""
+    ns = np.array(data.namespaces)
+    rows = np.nonzero(ns == "agent/bob")[0]
+    hits = answers(default_index, data.queries[:100], namespace="agent/bob")
+    assert {h.plan for h in hits} == {"sketch"}
+    assert all(len(h) == K and set(h.ids.tolist()) <= set(rows.tolist()) for h in hits)
+    r = recall_at_k([h.ids.astype(np.int64) for h in hits], brute_topk(data.queries[:100], data.vectors, K, rows))
+    print(f"namespace filter ({len(rows)} records): sketch recall@10 {r:.4f}")
+    assert r >= 0.95
+    (lo, hi), in_window = window(data, 0.1)
+    for q in data.queries[:20]:
+        h = default_index.search(text="record", vector=q, k=K, time_range=(lo, hi))
+        assert h.plan == "sketch" and len(h) == K
+        assert set(h.ids.tolist()) <= set(in_window.tolist())
+        ranked = h.vector_ranks > 0
+        np.testing.assert_allclose(h.vector_scores[ranked], data.vectors[h.ids[ranked].astype(np.int64)] @ q, atol=2e-5)
