@@ -915,9 +915,10 @@ impl HybridIndex {
         LegPlan { estimate, population, scan, two_hop: estimate * 2 < population, partition, restricts, bits }
     }
 
-    /// Vector leg: exact scan when few records match the filter, otherwise the graph with the
-    /// filter checked during traversal (two-hop expansion when the filter is selective),
-    /// completed by an exact scan if the graph could not fill the window.
+    /// Vector leg: exact scan when few records match the filter, a sketch scan when up to half
+    /// of them do (and the graph keeps sketches), otherwise the graph with the filter checked
+    /// during traversal (two-hop expansion when the filter is selective), completed by an
+    /// exact scan if the graph could not fill the window.
     fn vector_leg(&self, q: &[f32], window: usize, ef: usize, filter: &Resolved, plan: &LegPlan) -> (Vec<(f32, u32)>, Plan) {
         if self.hnsw.is_empty() {
             return (Vec::new(), Plan::None);
