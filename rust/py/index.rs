@@ -397,7 +397,7 @@ impl HybridIndex {
 #[pyclass(frozen, module = "trimem._core")]
 pub struct Hits {
     hits: Vec<trimem_engine::Hit>,
-    /// Which path the vector leg took: "graph", "exact", "graph+exact" or "none".
+    /// Which path the vector leg took: "graph", "sketch", "exact", "graph+exact" or "none".
     #[pyo3(get)]
     plan: &'static str,
     columns: [PyOnceLock<Py<PyAny>>; COLUMNS],

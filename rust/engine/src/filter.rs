@@ -70,20 +70,6 @@ impl SlotBits {
         }
         out
     }
-
-    /// The allowed slots in increasing order.
-    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().enumerate().flat_map(|(i, &word)| {
-            let mut w = word;
-            std::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let bit = w.trailing_zeros();
-                    w &= w - 1;
-                    (i * 64) as u32 + bit
-                })
-            })
-        })
-    }
 }
 
 impl<'a> Resolved<'a> {
@@ -281,7 +267,9 @@ mod tests {
             let bits: Vec<bool> = (0..1000).map(|s| bitmap.contains(s)).collect();
             assert_eq!(direct, bits, "{f:?}");
             let listed: Vec<u32> = (0..1000).filter(|&s| direct[s as usize]).collect();
-            assert_eq!(bitmap.ones().collect::<Vec<_>>(), listed, "{f:?}");
+            assert_eq!(bitmap.ones_within(&[u64::MAX; 16]), listed, "{f:?}");
+            let evens: Vec<u32> = listed.iter().copied().filter(|s| s % 2 == 0).collect();
+            assert_eq!(bitmap.ones_within(&[0x5555_5555_5555_5555; 16]), evens, "{f:?}");
             assert!(direct.iter().any(|&b| b) && direct.iter().any(|&b| !b));
         }
     }

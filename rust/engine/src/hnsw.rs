@@ -92,6 +92,9 @@ pub struct Hnsw {
     entries: Mutex<HashMap<u32, Entry>>,
     live: usize,
     visited: VisitedPool,
+    /// One bit a slot, set while the slot is in the graph (`levels` ≥ 0): ANDed with a
+    /// filter's bitmap it lists the matches that have a vector without a check per slot.
+    in_graph: Vec<u64>,
     sketches: Option<SignSketches>,
 }
 
@@ -122,6 +125,7 @@ impl Hnsw {
             entries: Mutex::new(HashMap::new()),
             live: 0,
             visited: VisitedPool::default(),
+            in_graph: Vec::new(),
             sketches: params.sign_sketches.then(|| SignSketches::new(dim)),
         }
     }
@@ -185,6 +189,7 @@ impl Hnsw {
             + self.levels.capacity()
             + self.linked.capacity()
             + self.locks.capacity()
+            + self.in_graph.capacity() * 8
             + self.sketches.as_ref().map_or(0, SignSketches::memory_bytes)
     }
 
@@ -200,6 +205,7 @@ impl Hnsw {
         self.linked.resize_with(n, || AtomicBool::new(false));
         self.part.resize(n, 0);
         self.locks.resize_with(n, || Mutex::new(()));
+        self.in_graph.resize(n.div_ceil(64), 0);
         if let Some(sk) = &mut self.sketches {
             sk.ensure_slots(n);
         }
@@ -290,6 +296,7 @@ impl Hnsw {
         }
         let level = self.random_level();
         self.levels[slot as usize] = level as i8;
+        self.in_graph[slot as usize / 64] |= 1 << (slot % 64);
         self.linked[slot as usize].store(false, Relaxed);
         self.part[slot as usize] = partition;
         if level > 0 {
@@ -653,13 +660,17 @@ impl Hnsw {
         top.into_sorted()
     }
 
-    /// One bit a slot, set for the slots in the graph, when sign sketches are kept (so that
-    /// [`Hnsw::sketch_scan`] can run).
-    pub fn sketched(&self) -> Option<&[u64]> {
-        self.sketches.as_ref().map(SignSketches::present)
+    /// Bit `s % 64` of word `s / 64` is set while slot `s` is in the graph (has a vector).
+    pub fn in_graph(&self) -> &[u64] {
+        &self.in_graph
     }
 
-    /// Top-`k` over the given slots (increasing, all in the graph: see [`Hnsw::sketched`]), as
+    /// Whether sign sketches are kept, so that [`Hnsw::sketch_scan`] can run.
+    pub fn has_sketches(&self) -> bool {
+        self.sketches.is_some()
+    }
+
+    /// Top-`k` over the given slots (increasing, all in the graph: see [`Hnsw::in_graph`]), as
     /// [`Hnsw::exact`] returns it, from the `rescore` slots whose sign sketches estimate the
     /// highest similarity, scored exactly. Without sketches, the exact scan of every slot.
     pub fn sketch_scan(&self, q: &[f32], k: usize, slots: &[u32], rescore: usize, tie_key: impl Fn(u32) -> u64) -> Vec<(f32, u32)> {
@@ -770,7 +781,11 @@ impl Hnsw {
             return Err(d.error("partitions and entry points disagree"));
         }
         h.rng = d.u64()?;
-        h.sketches = params.sign_sketches.then(|| SignSketches::from_vectors(dim, &vectors, |s| levels[s] >= 0));
+        h.sketches = params.sign_sketches.then(|| SignSketches::from_vectors(dim, &vectors));
+        h.in_graph = vec![0; cap.div_ceil(64)];
+        for (s, _) in levels.iter().enumerate().filter(|&(_, &l)| l >= 0) {
+            h.in_graph[s / 64] |= 1 << (s % 64);
+        }
         h.vectors = vectors;
         h.level0 = level0.into_iter().map(AtomicU32::new).collect();
         h.upper = upper;
@@ -792,6 +807,7 @@ impl Hnsw {
         }
         let level = self.levels[slot as usize] as usize;
         self.levels[slot as usize] = NOT_IN_GRAPH;
+        self.in_graph[slot as usize / 64] &= !(1 << (slot % 64));
         let mut mine = Vec::new();
         let mut theirs = Vec::new();
         for l in 0..=level {

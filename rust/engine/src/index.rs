@@ -755,7 +755,7 @@ impl HybridIndex {
             dim: self.config.dim,
             metric: self.config.metric.name(),
             kernel: crate::distance::kernel_name(),
-            sketch_kernel: self.hnsw.sketched().map(|_| crate::sketch::kernel_name()),
+            sketch_kernel: self.hnsw.has_sketches().then(crate::sketch::kernel_name),
         }
     }
 
@@ -902,7 +902,7 @@ impl HybridIndex {
         const SKETCH_MAX_SHARE: f64 = 0.5;
         const SKETCH_SCAN_MAX: usize = 100_000;
         let sketchable = threshold > 0
-            && self.hnsw.sketched().is_some()
+            && self.hnsw.has_sketches()
             && share(estimate) <= SKETCH_MAX_SHARE
             && estimate <= SKETCH_SCAN_MAX;
         let scan = match rescore {
@@ -926,7 +926,7 @@ impl HybridIndex {
         match plan.scan {
             Some(Scan::Exact) => return (self.exact(q, window, filter, plan.estimate, plan.bits.as_ref()), Plan::Exact),
             Some(Scan::Sketch(rescore)) => {
-                let slots = self.matching_slots(filter, plan.estimate, plan.bits.as_ref(), true);
+                let slots = self.matching_slots(filter, plan.estimate, plan.bits.as_ref());
                 let ids = &self.records.ids;
                 return (self.hnsw.sketch_scan(q, window, &slots, rescore, |s| ids[s as usize]), Plan::Sketch);
             }
@@ -983,30 +983,21 @@ impl HybridIndex {
     /// Exact top-`window` over the matches; `bits` is the filter's bitmap when the graph walk
     /// built one already.
     fn exact(&self, q: &[f32], window: usize, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>) -> Vec<(f32, u32)> {
-        let slots = self.matching_slots(filter, estimate, bits, false);
+        let slots = self.matching_slots(filter, estimate, bits);
         let ids = &self.records.ids;
         self.hnsw.exact(q, window, &slots, |s| ids[s as usize])
     }
 
-    /// The slots the filter allows, in increasing order; with `in_graph`, only those with a
-    /// sketched vector (the graph keeps sketches).
-    fn matching_slots(&self, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>, in_graph: bool) -> Vec<u32> {
-        let within = self.hnsw.sketched().filter(|_| in_graph);
-        let listed = |b: &SlotBits| match within {
-            Some(mask) => b.ones_within(mask),
-            None => b.ones().collect(),
-        };
+    /// The slots the filter allows that have a vector, in increasing order.
+    fn matching_slots(&self, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>) -> Vec<u32> {
         // Slot order reads the vectors front to back, which the memory system likes. Past about
         // one match in a hundred slots, one vectorised pass over the columns lists them in that
         // order more cheaply than walking the time index and sorting.
         match bits {
-            Some(b) => listed(b),
-            None if estimate.saturating_mul(128) >= self.records.capacity() => listed(&filter.bitmap()),
+            Some(b) => b.ones_within(self.hnsw.in_graph()),
+            None if estimate.saturating_mul(128) >= self.records.capacity() => filter.bitmap().ones_within(self.hnsw.in_graph()),
             None => {
-                let mut slots: Vec<u32> = filter.matching(Order::Any).collect();
-                if within.is_some() {
-                    slots.retain(|&s| self.hnsw.contains(s));
-                }
+                let mut slots: Vec<u32> = filter.matching(Order::Any).filter(|&s| self.hnsw.contains(s)).collect();
                 slots.sort_unstable();
                 slots
             }

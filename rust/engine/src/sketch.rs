@@ -27,9 +27,6 @@ pub struct SignSketches {
     /// 6 words padded to 8, so a sketch is one line read instead of 1.5 on average).
     stride: usize,
     lines: Vec<Line>,
-    /// One bit a slot, set where a vector is sketched: ANDed with a filter's bitmap it lists
-    /// the matches to scan without a per-slot check.
-    present: Vec<u64>,
 }
 
 /// One cache line, so that the sketches start on a line boundary.
@@ -41,7 +38,7 @@ impl SignSketches {
     pub fn new(dim: usize) -> Self {
         let words = dim.div_ceil(64);
         let stride = if words <= 8 { words.next_power_of_two() } else { words.next_multiple_of(8) };
-        SignSketches { words, stride, lines: Vec::new(), present: Vec::new() }
+        SignSketches { words, stride, lines: Vec::new() }
     }
 
     /// Grows storage so that slots `0..n` exist (new slots have empty sketches).
@@ -50,9 +47,6 @@ impl SignSketches {
         if lines > self.lines.len() {
             // Read at random like the vectors: on 4 KiB pages each sketch would be a TLB miss.
             crate::hugepages::resize_with(&mut self.lines, lines, || Line([0; 8]));
-        }
-        if n.div_ceil(64) > self.present.len() {
-            self.present.resize(n.div_ceil(64), 0);
         }
     }
 
@@ -69,46 +63,30 @@ impl SignSketches {
     pub fn set(&mut self, slot: u32, vector: &[f32]) {
         let (s, words) = (slot as usize * self.stride, self.words);
         sign_bits(vector, &mut self.bits_mut()[s..s + words]);
-        self.present[slot as usize / 64] |= 1 << (slot % 64);
     }
 
     pub fn clear(&mut self, slot: u32) {
         let (s, words) = (slot as usize * self.stride, self.words);
         self.bits_mut()[s..s + words].fill(0);
-        self.present[slot as usize / 64] &= !(1 << (slot % 64));
     }
 
-    /// Bit `s % 64` of word `s / 64` is set when slot `s` has a sketch.
-    pub fn present(&self) -> &[u64] {
-        &self.present
-    }
-
-    /// Sketches of the slots of `vectors` (`dim` floats a slot) for which `present` holds, as
-    /// an image is opened: they are derived data, so an image need not carry them.
-    pub fn from_vectors(dim: usize, vectors: &[f32], present: impl Fn(usize) -> bool) -> Self {
+    /// Sketches of every slot of `vectors` (`dim` floats a slot; a slot without a vector is
+    /// zeros, so its sketch is empty), as an image is opened: they are derived data, so an
+    /// image need not carry them. On all cores: a million vectors are ~1.5 GB to read.
+    pub fn from_vectors(dim: usize, vectors: &[f32]) -> Self {
+        use rayon::prelude::*;
         let mut s = SignSketches::new(dim);
         if dim == 0 {
             return s;
         }
-        let slots = vectors.len() / dim;
-        s.ensure_slots(slots);
+        s.ensure_slots(vectors.len() / dim);
         let stride = s.stride;
-        // Two threads halve the pass over a million vectors (~1.5 GB) when a store opens.
-        let half = slots.div_ceil(2);
-        let (a, b) = s.bits_mut().split_at_mut(half * stride);
-        let (va, vb) = vectors.split_at(half * dim);
-        std::thread::scope(|scope| {
-            scope.spawn(|| fill(va, dim, a, stride));
-            fill(vb, dim, b, stride);
-        });
-        for slot in (0..slots).filter(|&i| present(i)) {
-            s.present[slot / 64] |= 1 << (slot % 64);
-        }
+        s.bits_mut().par_chunks_mut(stride).zip(vectors.par_chunks_exact(dim)).for_each(|(out, v)| sign_bits(v, out));
         s
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.lines.capacity() * 64 + self.present.capacity() * 8
+        self.lines.capacity() * 64
     }
 
     #[inline(always)]
@@ -120,12 +98,6 @@ impl SignSketches {
     #[inline(always)]
     fn start(&self, slot: u32) -> *const u64 {
         self.lines.as_ptr().cast::<u64>().wrapping_add(slot as usize * self.stride)
-    }
-}
-
-fn fill(vectors: &[f32], dim: usize, bits: &mut [u64], stride: usize) {
-    for (v, out) in vectors.chunks_exact(dim).zip(bits.chunks_exact_mut(stride)) {
-        sign_bits(v, out);
     }
 }
 
@@ -406,12 +378,8 @@ mod tests {
         assert_eq!(sk.of(0), [0, 0]);
         sk.clear(1);
         assert_eq!(sk.of(1), [0, 0]);
-        assert_eq!(sk.present(), [0b00]);
-        sk.set(0, &v);
-        assert_eq!(sk.present(), [0b01]);
-        let all = SignSketches::from_vectors(70, &[v.clone(), vec![0.0; 70], v.clone()].concat(), |s| s != 1);
+        let all = SignSketches::from_vectors(70, &[v.clone(), vec![0.0; 70], v.clone()].concat());
         assert_eq!((all.of(0), all.of(1), all.of(2)), (&[want0, want1][..], &[0, 0][..], &[want0, want1][..]));
-        assert_eq!(all.present(), [0b101]);
     }
 
     #[test]
@@ -437,7 +405,7 @@ mod tests {
         // enough records for `best` to bound its candidates from a sample.
         for (dim, n) in [(64usize, 3001usize), (100, 3000), (384, 30_007), (600, 5000)] {
             let xs = vectors(n, dim, 3);
-            let sk = SignSketches::from_vectors(dim, &xs, |_| true);
+            let sk = SignSketches::from_vectors(dim, &xs);
             let q = QuerySketch::new(&vectors(1, dim, 5));
             let slots: Vec<u32> = (0..n as u32).filter(|s| s % 3 != 1).collect();
             let mut want = vec![0i32; slots.len()];
