@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from trimem.bench.datasets import make_dataset, time_window
+from trimem.bench.peers import Workload, trimem_index
 
 
 def load_build(label: str, path: Path) -> ModuleType:
@@ -45,15 +46,6 @@ def load_build(label: str, path: Path) -> ModuleType:
     if module.build_profile() != "release":
         raise SystemExit(f"{path}: a {module.build_profile()} build; time release builds only")
     return module
-
-
-def build_index(core: ModuleType, ds: Any) -> Any:
-    idx = core.HybridIndex(ds.vectors.shape[1], metric="cosine", m=16, ef_construction=200, threads=0)
-    for a in range(0, len(ds.ids), 10_000):
-        b = min(a + 10_000, len(ds.ids))
-        idx.add(ids=ds.ids[a:b], texts=ds.texts[a:b], timestamps=ds.timestamps[a:b],
-                namespaces=ds.namespaces[a:b], vectors=ds.vectors[a:b])
-    return idx
 
 
 def main() -> None:
@@ -73,7 +65,8 @@ def main() -> None:
     try:
         t = time.perf_counter()
         store = builds["before"].Store(str(tmp / "before"), durability="buffered")
-        store.checkpoint([("main", build_index(builds["before"], ds))], b"")
+        wl = Workload(ds=ds, k=10, windows=[], window_fraction=0.0, show_progress=False)
+        store.checkpoint([("main", trimem_index(wl, builds["before"].HybridIndex))], b"")
         store.close()
         print(f"built and saved in {time.perf_counter() - t:.1f} s")
         shutil.copytree(tmp / "before", tmp / "after")
@@ -96,7 +89,8 @@ def main() -> None:
     for case, search in cases.items():
         same = all(np.array_equal(search(indexes["before"], i).ids, search(indexes["after"], i).ids)
                    for i in range(len(q)))
-        ratios, medians = [], {label: [] for label in labels}
+        ratios: list[float] = []
+        medians: dict[str, list[float]] = {label: [] for label in labels}
         for r in range(args.rounds):
             times: dict[str, list[float]] = {label: [] for label in labels}
             for block in range(0, len(q), 50):

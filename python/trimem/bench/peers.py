@@ -60,10 +60,12 @@ __all__ = [
     "Skipped",
     "System",
     "Workload",
+    "hnswlib_index",
     "make_systems",
     "progress",
     "rrf",
     "single_inserts",
+    "trimem_index",
 ]
 
 # Peer parameters shared with trimem (DESIGN.md §6).
@@ -207,10 +209,12 @@ class Shared:
         return b
 
 
-def _trimem_index(wl: Workload) -> Any:
+def trimem_index(wl: Workload, index_class: Any = None) -> Any:
+    """The benchmark's trimem index of ``wl.ds`` (M, efC and batches as for every peer);
+    ``index_class`` is another build's ``HybridIndex`` (``benches/ab_builds.py``)."""
     ds = wl.ds
-    idx = trimem.HybridIndex(ds.dim, metric="cosine", m=M, ef_construction=EF_CONSTRUCTION,
-                             threads=wl.threads)
+    idx = (index_class or trimem.HybridIndex)(ds.dim, metric="cosine", m=M, ef_construction=EF_CONSTRUCTION,
+                                              threads=wl.threads)
     n = len(ds)
     for a in progress(range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK),
                       desc=f"build trimem ({n} records)", enabled=wl.show_progress):
@@ -220,7 +224,8 @@ def _trimem_index(wl: Workload) -> Any:
     return idx
 
 
-def _hnswlib_index(wl: Workload) -> Any:
+def hnswlib_index(wl: Workload) -> Any:
+    """The benchmark's hnswlib index of ``wl.ds``."""
     hnswlib = _require("hnswlib")
     ds = wl.ds
     n = len(ds)
@@ -428,7 +433,7 @@ class _Trimem(System):
     label = "trimem"
 
     def build(self, wl: Workload, shared: Shared) -> None:
-        self.idx = self._use(shared, "trimem", lambda: _trimem_index(wl))
+        self.idx = self._use(shared, "trimem", lambda: trimem_index(wl))
         self.search = self.idx.search
         self.k = wl.k
         self.texts = list(wl.ds.query_texts)
@@ -490,7 +495,7 @@ class Hnswlib(System):
     key, label, kind = "hnswlib", "hnswlib", "vector"
 
     def build(self, wl: Workload, shared: Shared) -> None:
-        self.index = self._use(shared, "hnswlib", lambda: _hnswlib_index(wl))
+        self.index = self._use(shared, "hnswlib", lambda: hnswlib_index(wl))
         self.knn = self.index.knn_query
         self.k = wl.k
         self.vectors = [wl.query_vector(i) for i in range(wl.n_queries)]
