@@ -438,13 +438,15 @@ def calibrate(
     ratios: list[dict[str, Any]] = []
     for spec in specs:
         vals = [m.ratios[spec.label] for m in per_run]
-        quiet = float(np.median(vals))
+        # The threshold comes from the quiet value as written, so the file is consistent with
+        # its own rule (from the unrounded median, 1.5 x 1.0333 could give 1.550).
+        quiet = round(float(np.median(vals)), 4)
         ratios.append({
             "label": spec.label,
             "numerator": spec.numerator,
             "denominator": spec.denominator,
             "quiet_runs": [round(v, 4) for v in vals],
-            "quiet": round(quiet, 4),
+            "quiet": quiet,
             "spread_pct": round(100 * (max(vals) - min(vals)) / quiet, 1),
             "threshold": math.floor(headroom * quiet * 1000) / 1000,
         })
