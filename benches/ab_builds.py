@@ -70,8 +70,10 @@ def main() -> None:
         store.close()
         print(f"built and saved in {time.perf_counter() - t:.1f} s")
         shutil.copytree(tmp / "before", tmp / "after")
-        indexes = {label: core.Store(str(tmp / label), durability="buffered").take_index("main")
-                   for label, core in builds.items()}
+        indexes = {
+            label: core.Store(str(tmp / label), durability="buffered").take_index("main")
+            for label, core in builds.items()
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     q, qt = ds.query_vectors, ds.query_texts
@@ -87,8 +89,9 @@ def main() -> None:
     print("| case | before p50 ms | after p50 ms | after / before | same ids |")
     print("|---|---:|---:|---:|---|")
     for case, search in cases.items():
-        same = all(np.array_equal(search(indexes["before"], i).ids, search(indexes["after"], i).ids)
-                   for i in range(len(q)))
+        same = all(
+            np.array_equal(search(indexes["before"], i).ids, search(indexes["after"], i).ids) for i in range(len(q))
+        )
         ratios: list[float] = []
         medians: dict[str, list[float]] = {label: [] for label in labels}
         for r in range(args.rounds):
@@ -103,8 +106,10 @@ def main() -> None:
             for label in labels:
                 medians[label].append(float(np.median(times[label])))
             ratios.append(medians["after"][-1] / medians["before"][-1])
-        print(f"| {case} | {np.median(medians['before']) * 1e3:.3f} | {np.median(medians['after']) * 1e3:.3f} "
-              f"| {np.median(ratios):.3f} | {'yes' if same else 'no'} |")
+        print(
+            f"| {case} | {np.median(medians['before']) * 1e3:.3f} | {np.median(medians['after']) * 1e3:.3f} "
+            f"| {np.median(ratios):.3f} | {'yes' if same else 'no'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ Sizes are small enough for CI; `python -m trimem bench` does the 100k comparison
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -30,7 +30,7 @@ from trimem.bench.datasets import make_dataset, time_window
 
 N = 20_000
 DIM = 128
-NOW = datetime(2026, 11, 25, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +54,14 @@ def test_search(benchmark, index, data, mode: str) -> None:  # type: ignore[no-u
 
 def test_search_time_window(benchmark, index, data) -> None:  # type: ignore[no-untyped-def]
     lo, hi = time_window(data.timestamps, 0.1, seed=2)
-    hits = benchmark(index.search, text=data.query_texts[1], vector=data.query_vectors[1], k=10,
-                     time_range=(lo, hi))
+    hits = benchmark(index.search, text=data.query_texts[1], vector=data.query_vectors[1], k=10, time_range=(lo, hi))
     assert len(hits) == 10 and ((hits.timestamps >= lo) & (hits.timestamps < hi)).all()
 
 
 def test_add_batch(benchmark, data) -> None:  # type: ignore[no-untyped-def]
     def build() -> trimem.HybridIndex:
         idx = trimem.HybridIndex(DIM)
-        idx.add(data.ids[:2000], data.texts[:2000], data.timestamps[:2000], data.namespaces[:2000],
-                data.vectors[:2000])
+        idx.add(data.ids[:2000], data.texts[:2000], data.timestamps[:2000], data.namespaces[:2000], data.vectors[:2000])
         return idx
 
     assert len(benchmark.pedantic(build, rounds=3, iterations=1)) == 2000
@@ -77,8 +75,12 @@ def test_tokenize(benchmark, data) -> None:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def memory(data):  # type: ignore[no-untyped-def]
     mem = Memory(embedder="hashing")
-    mem.retain_many([dict(text=t, user_id=f"u{i % 10}", timestamp=int(ts))
-                     for i, (t, ts) in enumerate(zip(data.texts[:5000], data.timestamps[:5000]))])
+    mem.retain_many(
+        [
+            dict(text=t, user_id=f"u{i % 10}", timestamp=int(ts))
+            for i, (t, ts) in enumerate(zip(data.texts[:5000], data.timestamps[:5000]))
+        ]
+    )
     mem.facts.set("database", "PostgreSQL", user_id="u1")
     return mem
 
@@ -103,6 +105,7 @@ def test_render(benchmark, memory, data) -> None:  # type: ignore[no-untyped-def
 
 def test_retain(benchmark, memory) -> None:  # type: ignore[no-untyped-def]
     before = memory.stats()["episodes"]
-    benchmark.pedantic(memory.retain, args=("deployed build 42 to staging",), kwargs={"user_id": "u2"},
-                       rounds=5, iterations=1)
+    benchmark.pedantic(
+        memory.retain, args=("deployed build 42 to staging",), kwargs={"user_id": "u2"}, rounds=5, iterations=1
+    )
     assert memory.stats()["episodes"] > before  # one call when benchmarks are disabled, five when timed

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import time
-
-import numpy as np
-
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 import trimem
 from trimem.bench.datasets import make_dataset

@@ -38,9 +38,14 @@ def cpu() -> int:
 def search_ratio(n: int, rounds: int) -> dict[str, float]:
     ds = make_dataset(n, 128, n_queries=200)
     idx = HybridIndex(128, threads=1)  # both legs on this thread, so its CPU time is the whole search
-    idx.add(ids=ds.ids, texts=list(ds.texts), timestamps=ds.timestamps, namespaces=["ns"] * n,
-            vectors=np.ascontiguousarray(ds.vectors, np.float32),
-            importance=np.random.default_rng(0).random(n).astype(np.float32))
+    idx.add(
+        ids=ds.ids,
+        texts=list(ds.texts),
+        timestamps=ds.timestamps,
+        namespaces=["ns"] * n,
+        vectors=np.ascontiguousarray(ds.vectors, np.float32),
+        importance=np.random.default_rng(0).random(n).astype(np.float32),
+    )
     idx.touch(ds.ids[: n // 10], int(ds.timestamps.max()))
     now = int(ds.timestamps.max()) + DAY
     terms = Policy().search_terms("episodic", now)
@@ -59,8 +64,11 @@ def search_ratio(n: int, rounds: int) -> dict[str, float]:
         a = p50()
         b = p50(**terms)
         plain.append(a), lifecycle.append(b), ratios.append(b / a)
-    return {"plain_us": statistics.median(plain) / 1e3, "lifecycle_us": statistics.median(lifecycle) / 1e3,
-            "ratio": statistics.median(ratios)}
+    return {
+        "plain_us": statistics.median(plain) / 1e3,
+        "lifecycle_us": statistics.median(lifecycle) / 1e3,
+        "ratio": statistics.median(ratios),
+    }
 
 
 class Fixed:
@@ -84,11 +92,13 @@ def dedup_ratio(n: int, rounds: int, with_vectors: bool) -> dict[str, float]:
         texts[i] = texts[j].upper()
         if vecs is not None:
             vecs[i] = vecs[j] + rng.normal(0, 0.01, vecs.shape[1]).astype(np.float32)
-    items = [dict(text=t, user_id=f"u{i % 20}", timestamp=int(ts)) for i, (t, ts) in enumerate(zip(texts, ds.timestamps))]
+    items = [
+        dict(text=t, user_id=f"u{i % 20}", timestamp=int(ts)) for i, (t, ts) in enumerate(zip(texts, ds.timestamps))
+    ]
     times: dict[bool, list[float]] = {True: [], False: []}
     stored = {}
     for r in range(rounds):
-        for dedup in ((False, True) if r % 2 == 0 else (True, False)):  # alternate who goes first
+        for dedup in (False, True) if r % 2 == 0 else (True, False):  # alternate who goes first
             mem = Memory(embedder=Fixed() if with_vectors else None, policy=Policy(dedup=dedup))
             gc.collect()
             a = time.process_time()  # CPU time of all threads: the machine is shared
@@ -99,9 +109,13 @@ def dedup_ratio(n: int, rounds: int, with_vectors: bool) -> dict[str, float]:
             gc.collect()
     # A 100k batch varies by ±25 % between rounds here (allocator and cache state), so the
     # ratio is of the medians over rounds (each round runs both, alternating who goes first).
-    return {"plain_per_s": n / statistics.median(times[False]), "dedup_per_s": n / statistics.median(times[True]),
-            "ratio": statistics.median(times[True]) / statistics.median(times[False]),
-            "stored_plain": stored[False], "stored_dedup": stored[True]}
+    return {
+        "plain_per_s": n / statistics.median(times[False]),
+        "dedup_per_s": n / statistics.median(times[True]),
+        "ratio": statistics.median(times[True]) / statistics.median(times[False]),
+        "stored_plain": stored[False],
+        "stored_dedup": stored[True],
+    }
 
 
 def consolidation_ratio(rounds: int, share_important: float) -> dict[str, float]:
@@ -119,15 +133,20 @@ def consolidation_ratio(rounds: int, share_important: float) -> dict[str, float]
         cons.append(time.process_time() - a)
         assert len(res.kept) == sum(x >= 0.7 for x in imp)
         other = Memory(embedder=None, policy=Policy(dedup=False))
-        items = [dict(text=t, user_id="u", session_id="s", timestamp=now + i, importance=imp[i])
-                 for i, t in enumerate(ds.texts)]
+        items = [
+            dict(text=t, user_id="u", session_id="s", timestamp=now + i, importance=imp[i])
+            for i, t in enumerate(ds.texts)
+        ]
         gc.collect()
         a = time.process_time()
         other.retain_many(items)
         ret.append(time.process_time() - a)
         ratios.append(cons[-1] / ret[-1])
-    return {"consolidate_ms": statistics.median(cons) * 1e3, "retain_1000_ms": statistics.median(ret) * 1e3,
-            "ratio": statistics.median(ratios)}
+    return {
+        "consolidate_ms": statistics.median(cons) * 1e3,
+        "retain_1000_ms": statistics.median(ret) * 1e3,
+        "ratio": statistics.median(ratios),
+    }
 
 
 def main() -> None:
@@ -138,18 +157,24 @@ def main() -> None:
     if trimem.build_profile() != "release":
         raise SystemExit("refusing to time a debug build: pip install -e . (release profile)")
     s = search_ratio(args.n, args.rounds)
-    print(f"search, {args.n} x 128-d hybrid k=10: plain p50 {s['plain_us']:.1f} us, with decay+importance "
-          f"{s['lifecycle_us']:.1f} us -> ratio {s['ratio']:.3f} (target <= 1.1)")
+    print(
+        f"search, {args.n} x 128-d hybrid k=10: plain p50 {s['plain_us']:.1f} us, with decay+importance "
+        f"{s['lifecycle_us']:.1f} us -> ratio {s['ratio']:.3f} (target <= 1.1)"
+    )
     for vec in (False, True):
         n = args.n if not vec else min(args.n, 20_000)
         d = dedup_ratio(n, args.rounds, vec)
-        print(f"retain_many {n} {'with vectors' if vec else 'keyword-only'}: plain {d['plain_per_s']:,.0f}/s, "
-              f"dedup {d['dedup_per_s']:,.0f}/s -> ratio {d['ratio']:.3f} (target <= 1.1); stored "
-              f"{d['stored_plain']} vs {d['stored_dedup']} with dedup")
+        print(
+            f"retain_many {n} {'with vectors' if vec else 'keyword-only'}: plain {d['plain_per_s']:,.0f}/s, "
+            f"dedup {d['dedup_per_s']:,.0f}/s -> ratio {d['ratio']:.3f} (target <= 1.1); stored "
+            f"{d['stored_plain']} vs {d['stored_dedup']} with dedup"
+        )
     for share in (1.0, 0.5):
         c = consolidation_ratio(args.rounds, share)
-        print(f"consolidate 1000 working items ({share:.0%} important): {c['consolidate_ms']:.1f} ms vs retaining "
-              f"them {c['retain_1000_ms']:.1f} ms -> ratio {c['ratio']:.3f} (target <= 1.0)")
+        print(
+            f"consolidate 1000 working items ({share:.0%} important): {c['consolidate_ms']:.1f} ms vs retaining "
+            f"them {c['retain_1000_ms']:.1f} ms -> ratio {c['ratio']:.3f} (target <= 1.0)"
+        )
 
 
 if __name__ == "__main__":

@@ -9,36 +9,63 @@
 
 The embedder is a stand-in returning a fixed vector, so the embedding cost is not what is timed.
 """
-import time, numpy as np, hnswlib, trimem
-from datetime import datetime, timezone
+
+import time
+from datetime import UTC, datetime
+
+import hnswlib
+import numpy as np
+
 from trimem import Memory
 from trimem.bench.datasets import make_dataset
+
 n = 100_000
 ds = make_dataset(n, 384, n_queries=200)
-items = [dict(text=t, user_id=f"u{i % 20}", timestamp=int(ts)) for i, (t, ts) in enumerate(zip(ds.texts, ds.timestamps))]
+items = [
+    dict(text=t, user_id=f"u{i % 20}", timestamp=int(ts)) for i, (t, ts) in enumerate(zip(ds.texts, ds.timestamps))
+]
+
+
 class Fixed:  # precomputed vectors: the embedder call is not what we measure
     name, dim = "fixed-384", 384
-    def __call__(self, texts): return np.tile(ds.query_vectors[:1], (len(texts), 1))
+
+    def __call__(self, texts):
+        return np.tile(ds.query_vectors[:1], (len(texts), 1))
+
+
 # retain_many with precomputed vectors vs hnswlib add_items, same M/efC, same threads (all cores)
 res = {}
 for rep in range(2):
     mem = Memory(embedder=Fixed())
-    t = time.perf_counter(); mem.retain_many(items, vectors=ds.vectors); res.setdefault("retain_many+vec", []).append(n / (time.perf_counter() - t))
-    h = hnswlib.Index("cosine", 384); h.init_index(n, 16, 200)
-    t = time.perf_counter(); h.add_items(ds.vectors, ds.ids); res.setdefault("hnswlib add_items", []).append(n / (time.perf_counter() - t))
+    t = time.perf_counter()
+    mem.retain_many(items, vectors=ds.vectors)
+    res.setdefault("retain_many+vec", []).append(n / (time.perf_counter() - t))
+    h = hnswlib.Index("cosine", 384)
+    h.init_index(n, 16, 200)
+    t = time.perf_counter()
+    h.add_items(ds.vectors, ds.ids)
+    res.setdefault("hnswlib add_items", []).append(n / (time.perf_counter() - t))
     m2 = Memory(embedder=None)
-    t = time.perf_counter(); m2.retain_many(items); res.setdefault("retain_many no vector", []).append(n / (time.perf_counter() - t))
-for k, v in res.items(): print(f"{k}: {np.median(v):,.0f} /s")
+    t = time.perf_counter()
+    m2.retain_many(items)
+    res.setdefault("retain_many no vector", []).append(n / (time.perf_counter() - t))
+for k, v in res.items():
+    print(f"{k}: {np.median(v):,.0f} /s")
 mem.facts.set("database", "PostgreSQL", user_id="u1")
 ts_ = []
 for _ in range(20000):
-    a = time.perf_counter_ns(); mem.facts.get("database", user_id="u1"); ts_.append(time.perf_counter_ns() - a)
-print(f"facts.get p50 {np.median(ts_)/1000:.2f} us")
-now = datetime(2027, 1, 15, tzinfo=timezone.utc)
+    a = time.perf_counter_ns()
+    mem.facts.get("database", user_id="u1")
+    ts_.append(time.perf_counter_ns() - a)
+print(f"facts.get p50 {np.median(ts_) / 1000:.2f} us")
+now = datetime(2027, 1, 15, tzinfo=UTC)
 qs = [q + (" last month" if i % 2 else "") for i, q in enumerate(ds.query_texts)]
 for rep in range(2):
     lat, tot = [], []
     for q in qs:
         b = mem.recall(q, user_id="u1", now=now)
-        lat.append(b.timings["total"] - b.timings["embed"]); tot.append(b.timings["total"])
-    print(f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); hits/query {np.mean([len(mem.recall(q, user_id='u1', now=now).episodes) for q in qs[:20]]):.1f}")
+        lat.append(b.timings["total"] - b.timings["embed"])
+        tot.append(b.timings["total"])
+    print(
+        f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); hits/query {np.mean([len(mem.recall(q, user_id='u1', now=now).episodes) for q in qs[:20]]):.1f}"
+    )

@@ -78,9 +78,9 @@ def single_retains(root: Path, vectors: np.ndarray, texts: list[str], reps: int)
     for i in range(reps):
         item = dict(text=texts[i], user_id=f"u{i % 20}", timestamp=1_700_000_000_000_000 + i)
         t = time.perf_counter()
-        ep = mem.retain_many([item], vectors=vectors[i:i + 1])[0]
+        ep = mem.retain_many([item], vectors=vectors[i : i + 1])[0]
         ours.append(time.perf_counter() - t)
-        payload = encode_op(OpRetain(episodes=[ep], vectors=vectors[i:i + 1].tobytes()))
+        payload = encode_op(OpRetain(episodes=[ep], vectors=vectors[i : i + 1].tobytes()))
         frame = len(payload).to_bytes(4, "little") + b"\0\0\0\0" + payload
         for sync, out in ((os.fdatasync, raw), (os.fsync, raw_fsync)):
             t = time.perf_counter()
@@ -96,10 +96,15 @@ def single_retains(root: Path, vectors: np.ndarray, texts: list[str], reps: int)
     os.close(pre_fd)
     mem.close()
     p50 = float(np.median(ours)), float(np.median(raw)), float(np.median(raw_fsync)), float(np.median(raw_pre))
-    return {"retain_fsync_p50_ms": p50[0] * 1e3, "raw_append_fdatasync_p50_ms": p50[1] * 1e3,
-            "raw_append_fsync_p50_ms": p50[2] * 1e3, "raw_prealloc_fdatasync_p50_ms": p50[3] * 1e3,
-            "ratio_vs_fdatasync": p50[0] / p50[1], "ratio_vs_fsync": p50[0] / p50[2],
-            "ratio_vs_prealloc_fdatasync": p50[0] / p50[3]}
+    return {
+        "retain_fsync_p50_ms": p50[0] * 1e3,
+        "raw_append_fdatasync_p50_ms": p50[1] * 1e3,
+        "raw_append_fsync_p50_ms": p50[2] * 1e3,
+        "raw_prealloc_fdatasync_p50_ms": p50[3] * 1e3,
+        "ratio_vs_fdatasync": p50[0] / p50[1],
+        "ratio_vs_fsync": p50[0] / p50[2],
+        "ratio_vs_prealloc_fdatasync": p50[0] / p50[3],
+    }
 
 
 def batch_retains(root: Path, vectors: np.ndarray, texts: list[str], n: int, rounds: int) -> dict[str, float]:
@@ -125,12 +130,11 @@ def big_store(root: Path, n: int, vectors: np.ndarray, texts: list[str]) -> dict
     from trimem import Memory
 
     path = root / "big"
-    items = [dict(text=texts[i], user_id=f"u{i % 300}", timestamp=1_700_000_000_000_000 + i * 1000)
-             for i in range(n)]
+    items = [dict(text=texts[i], user_id=f"u{i % 300}", timestamp=1_700_000_000_000_000 + i * 1000) for i in range(n)]
     mem = Memory(path, embedder=Fixed(), durability="fsync", checkpoint_bytes=1 << 62)
     t = time.perf_counter()
     for at in range(0, n, 50_000):
-        mem.retain_many(items[at:at + 50_000], vectors=vectors[at:at + 50_000])
+        mem.retain_many(items[at : at + 50_000], vectors=vectors[at : at + 50_000])
         print(f"  built {min(at + 50_000, n):,}/{n:,} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     build = time.perf_counter() - t
     t = time.perf_counter()
@@ -145,9 +149,18 @@ def big_store(root: Path, n: int, vectors: np.ndarray, texts: list[str]) -> dict
         reopen.append(json.loads(out.stdout))
     best = sorted(reopen, key=lambda r: r["reopen_s"])[1]  # the median of three
     shutil.rmtree(path)
-    return {"n": n, "build_s": build, "checkpoint_s": checkpoint, "reopen_s": best["reopen_s"],
-            "reopen_vs_rebuild": best["reopen_s"] / build, "raw_bytes": raw, "folder_bytes": size,
-            "folder_vs_raw": size / raw, "rss_after_reopen": best["rss_delta"], "rss_vs_raw": best["rss_delta"] / raw}
+    return {
+        "n": n,
+        "build_s": build,
+        "checkpoint_s": checkpoint,
+        "reopen_s": best["reopen_s"],
+        "reopen_vs_rebuild": best["reopen_s"] / build,
+        "raw_bytes": raw,
+        "folder_bytes": size,
+        "folder_vs_raw": size / raw,
+        "rss_after_reopen": best["rss_delta"],
+        "rss_vs_raw": best["rss_delta"] / raw,
+    }
 
 
 def main() -> None:
@@ -165,8 +178,10 @@ def main() -> None:
     texts, vectors = list(ds.texts), np.ascontiguousarray(ds.vectors, dtype=np.float32)
     root = Path(tempfile.mkdtemp(prefix="trimem-store-bench-", dir=args.dir))
     try:
-        res = {"single": single_retains(root, vectors, texts, 300),
-               "batch_10k": batch_retains(root, vectors, texts, 10_000, 3)}
+        res = {
+            "single": single_retains(root, vectors, texts, 300),
+            "batch_10k": batch_retains(root, vectors, texts, 10_000, 3),
+        }
         print(json.dumps(res, indent=1), flush=True)
         if not args.skip_big:
             res["big"] = big_store(root, args.n, vectors, texts)

@@ -30,9 +30,12 @@ import random
 import sys
 import time
 import traceback
+from datetime import UTC
 
-WORDS = ("deploy node docker port postgres redis cache migration alpha beta gamma service "
-         "release rollback schema index query latency budget backup").split()
+WORDS = (
+    "deploy node docker port postgres redis cache migration alpha beta gamma service "
+    "release rollback schema index query latency budget backup"
+).split()
 CJK = ("部署", "数据库", "缓存", "端口", "迁移", "备份")
 
 
@@ -43,7 +46,7 @@ def _line(fd: int, obj: dict) -> None:
 def writer(cfg: dict) -> None:
     """Opens the store and writes random operations (retain, retain_many, forget by ids or by
     session, facts.set, checkpoint) until killed (or `max_ops` are done)."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from trimem.memory import Memory
 
@@ -51,7 +54,7 @@ def writer(cfg: dict) -> None:
     fd = os.open(cfg["ack"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     users = [f"u{i}" for i in range(cfg.get("users", 3))]
     tag = cfg["tag"]  # unique per iteration: every text ever written is unique
-    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
     mem = Memory(cfg["folder"], embedder="hashing", durability=cfg.get("durability", "fsync"))
     _line(fd, {"op": "opened", "recovery": dict(mem._store.recovery())})
     n = 0
@@ -121,11 +124,20 @@ def search_results(mem, users: list[str], queries: list[str]) -> list:  # type: 
     out: list = []
     for u in users:
         for q in queries:
-            out.append([[h.episode.id, h.episode.user_id, h.episode.text, round(h.scored.score, 6)]
-                        for h in mem.search(q, user_id=u, k=8, now=now)])
+            out.append(
+                [
+                    [h.episode.id, h.episode.user_id, h.episode.text, round(h.scored.score, 6)]
+                    for h in mem.search(q, user_id=u, k=8, now=now)
+                ]
+            )
             b = mem.recall(q, user_id=u, now=NOW, touch=False)
-            out.append([[h.episode.id for h in b.episodes], [k.doc.id for k in b.knowledge],
-                        [[f.key, f.value] for f in b.profile]])
+            out.append(
+                [
+                    [h.episode.id for h in b.episodes],
+                    [k.doc.id for k in b.knowledge],
+                    [[f.key, f.value] for f in b.profile],
+                ]
+            )
     return out
 
 
@@ -138,21 +150,25 @@ def concurrency(cfg: dict) -> int:
     import signal
     import threading
     from collections import Counter
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from trimem.memory import Memory
 
-    stacks = open(cfg["stacks"], "w")  # noqa: SIM115 (kept open for faulthandler)
+    stacks = open(cfg["stacks"], "w")
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
-    t0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
     users = [f"user{i}" for i in range(5)]
     words = "deploy node docker port postgres redis cache migration release backup".split()
     queries = ["deploy node port", "postgres migration", "redis cache backup", "docker release editor"]
     rng = random.Random(cfg.get("seed", 3))
     mem = Memory(cfg["folder"], embedder="hashing")
     for u in users:
-        mem.retain_many([dict(text=f"{u} {' '.join(rng.sample(words, 4))} {i}", user_id=u,
-                              timestamp=t0 + timedelta(minutes=i)) for i in range(30)])
+        mem.retain_many(
+            [
+                dict(text=f"{u} {' '.join(rng.sample(words, 4))} {i}", user_id=u, timestamp=t0 + timedelta(minutes=i))
+                for i in range(30)
+            ]
+        )
         mem.knowledge.add(f"private handbook of {u} about {' '.join(rng.sample(words, 3))}", user_id=u)
     mem.facts.alias("editor", ["editor"])
     mem.knowledge.add("shared handbook: deploy node with docker on port 8080")
@@ -185,13 +201,19 @@ def concurrency(cfg: dict) -> int:
         try:
             start = time.monotonic()
             # At least `seconds`, and at least 25 writes (a slow disk makes fsyncs slow).
-            while not stop.is_set() and time.monotonic() < start + 60 and (
-                    time.monotonic() < start + cfg.get("seconds", 1.5) or count["writes"] < 25):
+            while (
+                not stop.is_set()
+                and time.monotonic() < start + 60
+                and (time.monotonic() < start + cfg.get("seconds", 1.5) or count["writes"] < 25)
+            ):
                 n += 1
                 u = r.choice(users)
                 if cfg["index_writes"]:
-                    mem.retain(f"{u} {' '.join(r.sample(words, 4))} live {n}", user_id=u,
-                               timestamp=t0 + timedelta(hours=1, minutes=n))
+                    mem.retain(
+                        f"{u} {' '.join(r.sample(words, 4))} live {n}",
+                        user_id=u,
+                        timestamp=t0 + timedelta(hours=1, minutes=n),
+                    )
                     if n % 11 == 0:
                         mine = mem.episodes(user_id=u)
                         mem.forget([mine[r.randrange(len(mine))].id], user_id=u)
@@ -221,8 +243,7 @@ def concurrency(cfg: dict) -> int:
     results = search_results(mem, users, queries)
     mem.close()
     with open(cfg["out"], "w") as f:
-        json.dump({"errors": errors, "count": dict(count), "results": results, "users": users,
-                   "queries": queries}, f)
+        json.dump({"errors": errors, "count": dict(count), "results": results, "users": users, "queries": queries}, f)
     return 0
 
 

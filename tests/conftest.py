@@ -4,9 +4,9 @@ datasets, brute-force nearest neighbours and a snapshot of an index's observable
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -109,8 +109,9 @@ def clustered_20k() -> Clustered:
     return make_clustered(20_000, 64, n_queries=200, n_centers=1000, seed=1)
 
 
-def build_index(data: Clustered, *, rows: np.ndarray | None = None, vectors: np.ndarray | None = None,
-                **kw) -> trimem.HybridIndex:
+def build_index(
+    data: Clustered, *, rows: np.ndarray | None = None, vectors: np.ndarray | None = None, **kw
+) -> trimem.HybridIndex:
     """An index of `data`'s records `rows` (all by default; record i has id i and text
     "record i"), with `vectors` in place of theirs if given, made with `kw`."""
     rows = np.arange(data.n) if rows is None else rows
@@ -162,9 +163,7 @@ def snapshot(idx: trimem.HybridIndex, queries: list[dict]) -> dict:
     results = []
     for q in queries:
         h = idx.search(**q)
-        results.append(
-            (h.ids.tolist(), h.scores.tolist(), h.bm25_ranks.tolist(), h.vector_ranks.tolist(), h.plan)
-        )
+        results.append((h.ids.tolist(), h.scores.tolist(), h.bm25_ranks.tolist(), h.vector_ranks.tolist(), h.plan))
     out["results"] = results
     return out
 

@@ -38,8 +38,16 @@ def test_scale_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     except ImportError:
         have_mpl = False
     report_path, png = tmp_path / "bench.json", tmp_path / "bench.png"
-    argv = ["bench", "--scale", "600,1200", "--systems", "trimem-vector,trimem-hybrid,hnswlib",
-            "--json", str(report_path), *TINY]
+    argv = [
+        "bench",
+        "--scale",
+        "600,1200",
+        "--systems",
+        "trimem-vector,trimem-hybrid,hnswlib",
+        "--json",
+        str(report_path),
+        *TINY,
+    ]
     if have_mpl:
         argv += ["--plot", str(png)]
     assert cli.main(argv) == 0
@@ -48,15 +56,22 @@ def test_scale_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     report = json.loads(report_path.read_text())
     assert report["config"]["scale"] == [600, 1200]
     assert {(r["key"], r["n"]) for r in report["results"]} >= {
-        ("trimem-vector", 600), ("trimem-vector", 1200), ("trimem-hybrid", 600),
-        ("trimem-hybrid", 1200)}
+        ("trimem-vector", 600),
+        ("trimem-vector", 1200),
+        ("trimem-hybrid", 600),
+        ("trimem-hybrid", 1200),
+    }
     assert set(report["ratios_by_n"]) == {"600", "1200"}
     assert report["ratios"] == report["ratios_by_n"]["1200"]
     for row in report["results"]:
         assert row["recall_at_10"] is not None and row["recall_at_10"] > 0.5
     # records added one at a time after timing, per built index and size
     assert {(r["index"], r["n"]) for r in report["inserts"]} == {
-        ("trimem", 600), ("trimem", 1200), ("hnswlib", 600), ("hnswlib", 1200)}
+        ("trimem", 600),
+        ("trimem", 1200),
+        ("hnswlib", 600),
+        ("hnswlib", 1200),
+    }
     assert all(r["single_p50_ms"] > 0 and r["batch_per_s"] > 0 for r in report["inserts"])
     assert "one record at a time" in out
     if have_mpl:
@@ -68,9 +83,9 @@ def test_scale_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         assert "| trimem | vector | 600 |" in capsys.readouterr().out
 
 
-def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_without_matplotlib_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     rc = cli.main(["bench", "--n", "1000", "--plot", str(tmp_path / "x.png"), *TINY])
     err = capsys.readouterr().err
@@ -81,19 +96,18 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path,
     assert not (tmp_path / "x.png").exists()
 
 
-def test_lancedb_is_skipped_cleanly_when_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_lancedb_is_skipped_cleanly_when_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "lancedb", None)
     monkeypatch.setenv("LANCEDB_LOG", "error")  # restored afterwards (the peer sets a default)
     report_path = tmp_path / "r.json"
-    rc = cli.main(["bench", "--n", "600", "--systems", "trimem-hybrid,lancedb",
-                   "--json", str(report_path), *TINY])
+    rc = cli.main(["bench", "--n", "600", "--systems", "trimem-hybrid,lancedb", "--json", str(report_path), *TINY])
     assert rc == 0
     report = json.loads(report_path.read_text())
     assert [r["key"] for r in report["results"]] == ["trimem-hybrid"]
     skipped = {s["key"]: s["reason"] for s in report["skipped"]}
-    assert set(skipped) == {"lancedb-vector", "lancedb-fts", "lancedb-hybrid",
-                            "lancedb-hybrid-window"}
+    assert set(skipped) == {"lancedb-vector", "lancedb-fts", "lancedb-hybrid", "lancedb-hybrid-window"}
     assert all("lancedb not importable" in r for r in skipped.values())
     assert "skipped lancedb-hybrid: lancedb not importable" in capsys.readouterr().out
 
@@ -106,13 +120,22 @@ def test_lancedb_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where LanceDB's folder goes
     report_path = tmp_path / "r.json"
-    rc = cli.main(["bench", "--n", "1000", "--systems", "trimem-hybrid,trimem-hybrid-window,"
-                   "lancedb", "--json", str(report_path), *TINY])
+    rc = cli.main(
+        [
+            "bench",
+            "--n",
+            "1000",
+            "--systems",
+            "trimem-hybrid,trimem-hybrid-window,lancedb",
+            "--json",
+            str(report_path),
+            *TINY,
+        ]
+    )
     assert rc == 0
     report = json.loads(report_path.read_text())
     rows = {r["key"]: r for r in report["results"]}
-    assert set(rows) >= {"lancedb-vector", "lancedb-fts", "lancedb-hybrid",
-                         "lancedb-hybrid-window"}, report["skipped"]
+    assert set(rows) >= {"lancedb-vector", "lancedb-fts", "lancedb-hybrid", "lancedb-hybrid-window"}, report["skipped"]
     assert rows["lancedb-vector"]["recall_at_10"] > 0.9
     assert rows["lancedb-hybrid"]["recall_at_10"] > 0.8  # its own tokenizer: < 1 by design
     assert rows["lancedb-hybrid-window"]["recall_at_10"] > 0.8
@@ -139,8 +162,22 @@ def test_minilm_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys:
     assert np.allclose(real.vectors[7], want[0], atol=1e-5)
     assert np.allclose(real.query_vectors[2], want[1], atol=1e-5)
     assert list((tmp_path / "cache").iterdir()), "embeddings are cached"
-    argv = ["bench", "--n", "300", "--queries", "5", "--repeats", "1", "--no-progress",
-            "--vectors", "minilm", "--systems", "trimem-vector,hnswlib", "--json", str(tmp_path / "r.json")]
+    argv = [
+        "bench",
+        "--n",
+        "300",
+        "--queries",
+        "5",
+        "--repeats",
+        "1",
+        "--no-progress",
+        "--vectors",
+        "minilm",
+        "--systems",
+        "trimem-vector,hnswlib",
+        "--json",
+        str(tmp_path / "r.json"),
+    ]
     assert cli.main(argv) == 0
     assert "MiniLM vectors of the texts" in capsys.readouterr().out
     report = json.loads((tmp_path / "r.json").read_text())

@@ -78,8 +78,19 @@ _WORDS = (
     "column schema migration backup restore the a of to and in is on for with"
 ).split()
 _SPECIAL = [
-    "node.js", "ERR_CONNECTION_REFUSED", "v18.2.0", "8080", "443", "192.168.1.1:3306",
-    "snake_case_name", "path/to/file.py", "容器中启动", "服务", "端口映射", "在", "日本語",
+    "node.js",
+    "ERR_CONNECTION_REFUSED",
+    "v18.2.0",
+    "8080",
+    "443",
+    "192.168.1.1:3306",
+    "snake_case_name",
+    "path/to/file.py",
+    "容器中启动",
+    "服务",
+    "端口映射",
+    "在",
+    "日本語",
 ]
 
 
@@ -299,7 +310,12 @@ def scifact(scifact_dir: Path) -> SciFact:
     texts = [f"{d.get('title', '')} {d.get('text', '')}".strip() for d in docs]
     idx = trimem.HybridIndex(dim=0)
     n = len(docs)
-    idx.add(ids=np.arange(n, dtype=np.uint64), texts=texts, timestamps=np.zeros(n, dtype=np.int64), namespaces=["scifact"] * n)
+    idx.add(
+        ids=np.arange(n, dtype=np.uint64),
+        texts=texts,
+        timestamps=np.zeros(n, dtype=np.int64),
+        namespaces=["scifact"] * n,
+    )
     queries = {q: all_queries[q] for q in sorted(qrels, key=int)}
     ours = {}
     for q, text in queries.items():
@@ -358,7 +374,9 @@ def test_scifact_matches_bm25s(scifact: SciFact, record_property) -> None:
             worst_rel = max(worst_rel, abs(float(scores[i]) - s) / s)
     mean = float(np.mean(overlaps))
     record_property("scifact_bm25s_overlap", mean)
-    print(f"SciFact top-10 overlap with bm25s: mean {mean:.4f}, min {min(overlaps):.2f}; worst score rel err {worst_rel:.2e}")
+    print(
+        f"SciFact top-10 overlap with bm25s: mean {mean:.4f}, min {min(overlaps):.2f}; worst score rel err {worst_rel:.2e}"
+    )
     assert mean >= 0.99
     assert worst_rel <= 1e-5
 
@@ -381,8 +399,35 @@ def _tantivy_length(n: int) -> int:
 def test_tantivy_length_quantisation_table() -> None:
     # The head of tantivy's FIELD_NORMS_TABLE (src/fieldnorm/code.rs); a length maps to the
     # largest entry not above it.
-    table = list(range(41)) + [42, 44, 46, 48, 50, 52, 54, 56, 60, 64, 68, 72, 76, 80, 84, 88, 96,
-                               104, 112, 120, 128, 136, 144, 152, 168, 184, 200]
+    table = list(range(41)) + [
+        42,
+        44,
+        46,
+        48,
+        50,
+        52,
+        54,
+        56,
+        60,
+        64,
+        68,
+        72,
+        76,
+        80,
+        84,
+        88,
+        96,
+        104,
+        112,
+        120,
+        128,
+        136,
+        144,
+        152,
+        168,
+        184,
+        200,
+    ]
     for n in range(201):
         assert _tantivy_length(n) == max(t for t in table if t <= n), n
 
@@ -430,7 +475,9 @@ def test_scifact_ranking_agrees_with_tantivy(scifact: SciFact, record_property) 
             got.append(i)
             length = _tantivy_length(len(scifact.tokens[i]))
             want = sum(
-                math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tfs[i][t] / (tfs[i][t] + k1 * (1 - b + b * length / avgdl))
+                math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                * tfs[i][t]
+                / (tfs[i][t] + k1 * (1 - b + b * length / avgdl))
                 for t in terms
                 if t in tfs[i]
             )
@@ -439,8 +486,10 @@ def test_scifact_ranking_agrees_with_tantivy(scifact: SciFact, record_property) 
         overlaps.append(len(set(got) & set(ids)) / max(len(got), len(ids), 1))
     mean = float(np.mean(overlaps))
     record_property("scifact_tantivy_overlap", mean)
-    print(f"SciFact top-10 overlap with tantivy: mean {mean:.4f}, min {min(overlaps):.2f}; "
-          f"tantivy/(k1+1) vs rounded-length Lucene: worst rel err {worst_rel:.2e}")
+    print(
+        f"SciFact top-10 overlap with tantivy: mean {mean:.4f}, min {min(overlaps):.2f}; "
+        f"tantivy/(k1+1) vs rounded-length Lucene: worst rel err {worst_rel:.2e}"
+    )
     assert worst_rel <= 1e-4
     assert mean >= 0.95
     assert min(overlaps) >= 0.6

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 import trimem
 from trimem import embedders
 from trimem.embedders import (
@@ -72,10 +73,7 @@ def test_hashing_is_deterministic_across_instances_and_processes() -> None:
     b = HashingEmbedder()(texts)
     assert a.tobytes() == b.tobytes()
     # a fresh interpreter with a different str-hash seed gives the same bytes
-    code = (
-        "import sys, trimem.embedders as e;"
-        "sys.stdout.write(e.HashingEmbedder()(%r).tobytes().hex())" % (texts,)
-    )
+    code = "import sys, trimem.embedders as e;sys.stdout.write(e.HashingEmbedder()(%r).tobytes().hex())" % (texts,)
     for seed in ("1", "12345"):
         out = subprocess.run(
             [sys.executable, "-c", code],

@@ -3,7 +3,8 @@ exactly as it was."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,8 +56,9 @@ def good_batch(n: int = 2, start: int = 1000, **over: Any) -> dict:
     return b
 
 
-def assert_rejected(idx: trimem.HybridIndex, take_snapshot: Callable, call: Callable[[], Any],
-                    error: type[Exception], match: str) -> Exception:
+def assert_rejected(
+    idx: trimem.HybridIndex, take_snapshot: Callable, call: Callable[[], Any], error: type[Exception], match: str
+) -> Exception:
     before = take_snapshot(idx, PROBES)
     with pytest.raises(error, match=match) as e:
         call()
@@ -70,8 +72,13 @@ def assert_rejected(idx: trimem.HybridIndex, take_snapshot: Callable, call: Call
 
 def test_hierarchy() -> None:
     argument_errors = [
-        trimem.DimensionError, trimem.DTypeError, trimem.InvalidVectorError, trimem.InvalidTimeRangeError,
-        trimem.InvalidNameError, trimem.TextTooLongError, trimem.DuplicateIdError,
+        trimem.DimensionError,
+        trimem.DTypeError,
+        trimem.InvalidVectorError,
+        trimem.InvalidTimeRangeError,
+        trimem.InvalidNameError,
+        trimem.TextTooLongError,
+        trimem.DuplicateIdError,
     ]
     for cls in argument_errors:
         assert issubclass(cls, trimem.InvalidArgumentError) and issubclass(cls, ValueError)
@@ -95,8 +102,16 @@ def test_hierarchy() -> None:
         ({"vectors": _vectors(2).tolist()}, trimem.DTypeError, "float32"),
         ({"vectors": _vectors(1)[0]}, trimem.DTypeError, "2-D"),
         ({"vectors": _vectors(2)[None]}, trimem.DTypeError, "2-D"),
-        ({"vectors": np.array([[np.nan] + [1.0] * 7, [1.0] * 8], dtype=np.float32)}, trimem.InvalidVectorError, "row 0.*NaN"),
-        ({"vectors": np.array([[1.0] * 8, [np.inf] + [1.0] * 7], dtype=np.float32)}, trimem.InvalidVectorError, "row 1.*infinity"),
+        (
+            {"vectors": np.array([[np.nan] + [1.0] * 7, [1.0] * 8], dtype=np.float32)},
+            trimem.InvalidVectorError,
+            "row 0.*NaN",
+        ),
+        (
+            {"vectors": np.array([[1.0] * 8, [np.inf] + [1.0] * 7], dtype=np.float32)},
+            trimem.InvalidVectorError,
+            "row 1.*infinity",
+        ),
         ({"vectors": np.array([[1.0] * 8, [-np.inf] * 8], dtype=np.float32)}, trimem.InvalidVectorError, "row 1"),
         ({"vectors": np.zeros((2, 8), dtype=np.float32)}, trimem.InvalidVectorError, "row 0.*zeros.*cosine"),
         ({"vectors": _vectors(3)}, trimem.InvalidArgumentError, "vectors has 3 rows but ids has 2"),
@@ -157,28 +172,43 @@ def test_length_mismatch(idx, take_snapshot, over, what) -> None:
 
 
 def test_duplicate_id_in_batch(idx, take_snapshot) -> None:
-    err = assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(n=3, ids=[1000, 1001, 1000])),
-                          trimem.DuplicateIdError, "1000")
+    err = assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(n=3, ids=[1000, 1001, 1000])), trimem.DuplicateIdError, "1000"
+    )
     assert "twice" in str(err) or "duplicate" in str(err).lower()
 
 
 def test_duplicate_id_in_batch_with_upsert(idx, take_snapshot) -> None:
-    assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(n=2, ids=[3, 3]), upsert=True),
-                    trimem.DuplicateIdError, "3")
+    assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(n=2, ids=[3, 3]), upsert=True), trimem.DuplicateIdError, "3"
+    )
 
 
 def test_existing_id_without_upsert(idx, take_snapshot) -> None:
     # The new id in the same batch must not land either: all or nothing.
-    err = assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(n=2, ids=[5000, 7])),
-                          trimem.DuplicateIdError, r"id 7 already exists.*upsert=True")
+    err = assert_rejected(
+        idx,
+        take_snapshot,
+        lambda: idx.add(**good_batch(n=2, ids=[5000, 7])),
+        trimem.DuplicateIdError,
+        r"id 7 already exists.*upsert=True",
+    )
     assert 5000 not in idx
     assert isinstance(err, ValueError)
 
 
 @pytest.mark.parametrize(
     "ids",
-    [[1.5, 2.0], ["a", "b"], "12", [-1, 2], [2**64, 1], np.array([1.0, 2.0]), np.array([[1, 2]], dtype=np.uint64),
-     [None, 1]],
+    [
+        [1.5, 2.0],
+        ["a", "b"],
+        "12",
+        [-1, 2],
+        [2**64, 1],
+        np.array([1.0, 2.0]),
+        np.array([[1, 2]], dtype=np.uint64),
+        [None, 1],
+    ],
     ids=["floats", "strings", "string", "negative", "too-big", "float-array", "2-D", "none"],
 )
 def test_non_integer_ids(idx, take_snapshot, ids) -> None:
@@ -208,8 +238,19 @@ def test_integer_id_arrays_of_other_dtypes_are_accepted(idx) -> None:
         ({"importance": [0.5, float("inf")]}, trimem.InvalidArgumentError, "importance"),
         ({"importance": ["high", "low"]}, trimem.InvalidArgumentError, "importance"),
     ],
-    ids=["ts-float", "ts-float-array", "ts-str", "ts-overflow", "texts-str", "texts-int", "texts-none", "ns-str",
-         "imp-nan", "imp-inf", "imp-str"],
+    ids=[
+        "ts-float",
+        "ts-float-array",
+        "ts-str",
+        "ts-overflow",
+        "texts-str",
+        "texts-int",
+        "texts-none",
+        "ns-str",
+        "imp-nan",
+        "imp-inf",
+        "imp-str",
+    ],
 )
 def test_bad_columns(idx, take_snapshot, over, error, match) -> None:
     assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(**over)), error, match)
@@ -220,19 +261,31 @@ def test_bad_columns(idx, take_snapshot, over, error, match) -> None:
 
 @pytest.mark.parametrize(
     ("name", "reason"),
-    [("", "empty"), ("x" * 513, "513 bytes"), ("é" * 257, "514 bytes"), ("a\nb", "control"), ("tab\there", "control"),
-     ("nul\x00", "control"), ("del\x7f", "control")],
+    [
+        ("", "empty"),
+        ("x" * 513, "513 bytes"),
+        ("é" * 257, "514 bytes"),
+        ("a\nb", "control"),
+        ("tab\there", "control"),
+        ("nul\x00", "control"),
+        ("del\x7f", "control"),
+    ],
     ids=["empty", "long-ascii", "long-utf8", "newline", "tab", "nul", "del"],
 )
 def test_bad_namespace(idx, take_snapshot, name, reason) -> None:
-    err = assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(namespaces=["ok", name])),
-                          trimem.InvalidNameError, "namespace")
+    err = assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(namespaces=["ok", name])), trimem.InvalidNameError, "namespace"
+    )
     assert reason in str(err)
 
 
 def test_bad_session(idx, take_snapshot) -> None:
-    assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(sessions=[None, ""])), trimem.InvalidNameError, "session")
-    assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(sessions=["s\r", None])), trimem.InvalidNameError, "session")
+    assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(sessions=[None, ""])), trimem.InvalidNameError, "session"
+    )
+    assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(sessions=["s\r", None])), trimem.InvalidNameError, "session"
+    )
 
 
 def test_names_at_the_limit_are_accepted(idx) -> None:
@@ -242,11 +295,18 @@ def test_names_at_the_limit_are_accepted(idx) -> None:
 
 
 def test_text_over_max_text_bytes(idx, take_snapshot) -> None:
-    err = assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(texts=["ok", "x" * 101])),
-                          trimem.TextTooLongError, r"row 1 has 101 bytes, over the limit of 100")
+    err = assert_rejected(
+        idx,
+        take_snapshot,
+        lambda: idx.add(**good_batch(texts=["ok", "x" * 101])),
+        trimem.TextTooLongError,
+        r"row 1 has 101 bytes, over the limit of 100",
+    )
     assert isinstance(err, ValueError)
     # The limit counts UTF-8 bytes, not characters: 51 x "é" is 102 bytes.
-    assert_rejected(idx, take_snapshot, lambda: idx.add(**good_batch(texts=["é" * 51, "ok"])), trimem.TextTooLongError, "102 bytes")
+    assert_rejected(
+        idx, take_snapshot, lambda: idx.add(**good_batch(texts=["é" * 51, "ok"])), trimem.TextTooLongError, "102 bytes"
+    )
     # Exactly at the limit is fine.
     idx.add(**good_batch(texts=["y" * 100, "é" * 50]))
     assert idx.get(1000).text == "y" * 100
@@ -271,9 +331,16 @@ def test_bad_ids_on_delete(idx, take_snapshot) -> None:
 
 def test_set_importance_errors(idx, take_snapshot) -> None:
     assert_rejected(idx, take_snapshot, lambda: idx.set_importance([1, 777], [0.1, 0.2]), trimem.UnknownIdError, "777")
-    assert_rejected(idx, take_snapshot, lambda: idx.set_importance([1, 2], [0.1]), trimem.InvalidArgumentError, "values")
-    assert_rejected(idx, take_snapshot, lambda: idx.set_importance([1, 2], [0.1, float("nan")]),
-                    trimem.InvalidArgumentError, "finite")
+    assert_rejected(
+        idx, take_snapshot, lambda: idx.set_importance([1, 2], [0.1]), trimem.InvalidArgumentError, "values"
+    )
+    assert_rejected(
+        idx,
+        take_snapshot,
+        lambda: idx.set_importance([1, 2], [0.1, float("nan")]),
+        trimem.InvalidArgumentError,
+        "finite",
+    )
 
 
 def test_bm25_score_unknown_id(idx) -> None:
@@ -301,8 +368,21 @@ def test_bm25_score_unknown_id(idx) -> None:
         ({"text": "docker", "session": "x" * 600}, trimem.InvalidNameError, "session"),
         ({"text": "docker", "time_range": (10, 5)}, trimem.InvalidTimeRangeError, "start 10 is after end 5"),
     ],
-    ids=["k0", "k-neg", "mode", "qdim", "qfloat64", "qlist", "q2d", "qnan", "qzero", "ns-empty", "ns-ctrl",
-         "session-long", "time"],
+    ids=[
+        "k0",
+        "k-neg",
+        "mode",
+        "qdim",
+        "qfloat64",
+        "qlist",
+        "q2d",
+        "qnan",
+        "qzero",
+        "ns-empty",
+        "ns-ctrl",
+        "session-long",
+        "time",
+    ],
 )
 def test_bad_search(idx, take_snapshot, kwargs, error, match) -> None:
     assert_rejected(idx, take_snapshot, lambda: idx.search(**kwargs), error, match)

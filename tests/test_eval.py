@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -61,16 +61,21 @@ def test_normalise_evidence_handles_the_malformed_ids() -> None:
 
 
 def test_session_time_parsing() -> None:
-    assert ev.parse_session_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
-    assert ev.parse_session_time("12:09 am on 13 September, 2023") == datetime(2023, 9, 13, 0, 9, tzinfo=timezone.utc)
+    assert ev.parse_session_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert ev.parse_session_time("12:09 am on 13 September, 2023") == datetime(2023, 9, 13, 0, 9, tzinfo=UTC)
     with pytest.raises(ValueError):
         ev.parse_session_time("sometime in May")
 
 
 def test_turn_text_has_date_speaker_and_caption() -> None:
-    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
-    turn = {"speaker": "Caroline", "text": "Look at this!", "blip_caption": "a photo of a dog by a mural",
-            "query": "not indexed", "img_url": ["http://x"]}
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    turn = {
+        "speaker": "Caroline",
+        "text": "Look at this!",
+        "blip_caption": "a photo of a dog by a mural",
+        "query": "not indexed",
+        "img_url": ["http://x"],
+    }
     assert ev.turn_text(turn, when) == "8 May 2023. Caroline: Look at this! [shares a photo of a dog by a mural]"
     assert ev.turn_text(turn, None, caption=False) == "Caroline: Look at this!"
     assert ev.turn_text({"speaker": "Mel", "text": "Hi"}, when) == "8 May 2023. Mel: Hi"
@@ -156,7 +161,7 @@ def test_locomo_loading(locomo_path: Path) -> None:
     assert sorted({q.category for c in convs for q in c.questions}) == [1, 2, 3, 4, 5]
     conv26 = convs[0]
     # "now" is the last session with turns (session 19), not the dated but empty sessions 20-35
-    assert conv26.now == datetime(2023, 10, 22, 9, 55, tzinfo=timezone.utc)
+    assert conv26.now == datetime(2023, 10, 22, 9, 55, tzinfo=UTC)
     assert conv26.texts()[0] == "8 May 2023. Caroline: Hey Mel! Good to see you! How have you been?"
     assert "[shares a photo of" in conv26.texts()[4] and "May 2023" not in conv26.texts(what="utterance")[4]
     # a malformed evidence string resolves to both of its turns
@@ -200,8 +205,15 @@ def test_locomo_without_time_filter_and_bm25_only(locomo_path: Path) -> None:
     from dataclasses import replace
 
     s = replace(ev.LOCOMO_DEFAULTS, time_filter=False)
-    r = ev.evaluate_locomo(locomo_path, embedder="hashing", settings=s, conversations=["conv-30"],
-                           modes=["bm25"], cache_dir=None, progress=None)
+    r = ev.evaluate_locomo(
+        locomo_path,
+        embedder="hashing",
+        settings=s,
+        conversations=["conv-30"],
+        modes=["bm25"],
+        cache_dir=None,
+        progress=None,
+    )
     assert list(r["results"]) == ["bm25"] and r["questions_time_filtered"] == 0
     assert r["results"]["bm25"]["overall"]["recall@10"] >= 0.6
 
@@ -223,8 +235,9 @@ def test_scifact_subset(scifact_dir: Path) -> None:
     assert len(data.queries) == 40 and len(data.doc_ids) == 300
     judged = {d for rel in data.qrels.values() for d in rel}
     assert judged <= set(data.doc_ids)
-    r = ev.evaluate_scifact(scifact_dir, embedder="hashing", max_docs=300, max_queries=40, cache_dir=None,
-                            progress=None)
+    r = ev.evaluate_scifact(
+        scifact_dir, embedder="hashing", max_docs=300, max_queries=40, cache_dir=None, progress=None
+    )
     res = r["results"]
     assert set(res) == set(ev.MODES) and r["documents"] == 300 and r["queries"] == 40
     for row in res.values():
@@ -259,8 +272,20 @@ def test_cli_tiny_locomo_run(locomo_path: Path, tmp_path: Path, capsys: pytest.C
     from trimem.cli import main
 
     out_json = tmp_path / "r.json"
-    rc = main(["eval", "locomo", "--data", str(locomo_path), "--conversations", "conv-30",
-               "--embedder", "hashing", "--json", str(out_json)])
+    rc = main(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(locomo_path),
+            "--conversations",
+            "conv-30",
+            "--embedder",
+            "hashing",
+            "--json",
+            str(out_json),
+        ]
+    )
     assert rc == 0
     captured = capsys.readouterr()
     assert "| hybrid | **overall** | 105 |" in captured.out
@@ -278,8 +303,27 @@ def test_cli_vector_context(locomo_path: Path, tmp_path: Path) -> None:
 
     def settings(*extra: str) -> tuple[int, int | None, float]:
         out = tmp_path / "s.json"
-        assert main(["eval", "locomo", "--data", str(locomo_path), "--conversations", "conv-30", "--quiet",
-                     "--embedder", "hashing", "--modes", "vector", "--json", str(out), *extra]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "locomo",
+                    "--data",
+                    str(locomo_path),
+                    "--conversations",
+                    "conv-30",
+                    "--quiet",
+                    "--embedder",
+                    "hashing",
+                    "--modes",
+                    "vector",
+                    "--json",
+                    str(out),
+                    *extra,
+                ]
+            )
+            == 0
+        )
         r = json.loads(out.read_text())
         s = r["settings"]
         return s["context"], s["vector_context"], r["results"]["vector"]["overall"]["recall@10"]

@@ -44,7 +44,9 @@ def queries(draw):
         "time_range": draw(
             st.one_of(st.none(), st.tuples(st.integers(-5, 55), st.integers(0, 30)).map(lambda t: (t[0], t[0] + t[1])))
         ),
-        "text": draw(st.one_of(st.none(), st.lists(st.sampled_from(WORDS + ["zzz"]), min_size=1, max_size=3).map(" ".join))),
+        "text": draw(
+            st.one_of(st.none(), st.lists(st.sampled_from(WORDS + ["zzz"]), min_size=1, max_size=3).map(" ".join))
+        ),
         "use_vector": draw(st.booleans()),
         "mode": draw(st.sampled_from(["hybrid", "bm25", "vector"])),
         "k": draw(st.integers(1, 25)),
@@ -75,12 +77,23 @@ def test_filters_property(store, qs) -> None:
     for q in qs:
         mode, text = q["mode"], q["text"]
         vector = rng.standard_normal(DIM).astype(np.float32) if q["use_vector"] else None
-        if (mode == "bm25" and text is None) or (mode == "vector" and vector is None) or (text is None and vector is None):
+        if (
+            (mode == "bm25" and text is None)
+            or (mode == "vector" and vector is None)
+            or (text is None and vector is None)
+        ):
             with pytest.raises(trimem.InvalidArgumentError):
                 idx.search(text=text, vector=vector, mode=mode, k=q["k"])
             continue
-        h = idx.search(text=text, vector=vector, mode=mode, k=q["k"], namespace=q["namespace"],
-                       session=q["session"], time_range=q["time_range"])
+        h = idx.search(
+            text=text,
+            vector=vector,
+            mode=mode,
+            k=q["k"],
+            namespace=q["namespace"],
+            session=q["session"],
+            time_range=q["time_range"],
+        )
 
         def matches(i: int) -> bool:
             ns, sess, ts, _ = by_id[i]

@@ -24,8 +24,14 @@ def fused_index(clustered_small) -> trimem.HybridIndex:
     texts = [" ".join(rng.choice(_WORDS, size=int(rng.integers(2, 12))).tolist()) for _ in range(n)]
     ids = (np.random.default_rng(22).permutation(n) * 3 + 5).astype(np.uint64)  # not in slot order
     idx = trimem.HybridIndex(dim=d.dim)
-    idx.add(ids=ids, texts=texts, timestamps=T0 + rng.integers(0, 30 * DAY_US, size=n), namespaces=["n"] * n,
-            vectors=d.vectors[:n], importance=rng.uniform(0, 1, size=n).astype(np.float32))
+    idx.add(
+        ids=ids,
+        texts=texts,
+        timestamps=T0 + rng.integers(0, 30 * DAY_US, size=n),
+        namespaces=["n"] * n,
+        vectors=d.vectors[:n],
+        importance=rng.uniform(0, 1, size=n).astype(np.float32),
+    )
     return idx
 
 
@@ -87,7 +93,9 @@ def independent_fusion(idx, text, vector, window, k, weights=(1.0, 1.0), rrf_k=6
 
 
 @pytest.mark.parametrize("window", [None, 15, 80])
-@pytest.mark.parametrize(("weights", "rrf_k"), [((1.0, 1.0), 60.0), ((2.0, 0.5), 60.0), ((1.0, 1.0), 0.0), ((0.3, 1.7), 5.0)])
+@pytest.mark.parametrize(
+    ("weights", "rrf_k"), [((1.0, 1.0), 60.0), ((2.0, 0.5), 60.0), ((1.0, 1.0), 0.0), ((0.3, 1.7), 5.0)]
+)
 def test_hybrid_equals_fusing_single_leg_lists(fused_index, clustered_small, window, weights, rrf_k) -> None:
     k = 10
     w = window if window is not None else max(50, 5 * k)
@@ -136,7 +144,9 @@ def test_weights_zero_removes_a_leg(fused_index, clustered_small) -> None:
     # Raising one weight pulls the ranking toward that leg.
     heavy = fused_index.search(text=q, vector=v, k=10, weights=(10.0, 1.0))
     light = fused_index.search(text=q, vector=v, k=10, weights=(1.0, 10.0))
-    assert len(set(heavy.ids.tolist()) & set(plain_bm25.ids.tolist())) > len(set(light.ids.tolist()) & set(plain_bm25.ids.tolist()))
+    assert len(set(heavy.ids.tolist()) & set(plain_bm25.ids.tolist())) > len(
+        set(light.ids.tolist()) & set(plain_bm25.ids.tolist())
+    )
 
 
 def test_rrf_k_zero_gives_reciprocal_ranks(fused_index, clustered_small) -> None:
@@ -174,8 +184,13 @@ def _identical_records() -> trimem.HybridIndex:
     """Three records with the same text and vector, inserted in the order 50, 7, 30."""
     e = np.eye(4, dtype=np.float32)
     idx = trimem.HybridIndex(dim=4)
-    idx.add(ids=[50, 7, 30, 8], texts=["same words", "same words", "same words", "other"], timestamps=[0] * 4,
-            namespaces=["n"] * 4, vectors=np.stack([e[0], e[0], e[0], e[2]]))
+    idx.add(
+        ids=[50, 7, 30, 8],
+        texts=["same words", "same words", "same words", "other"],
+        timestamps=[0] * 4,
+        namespaces=["n"] * 4,
+        vectors=np.stack([e[0], e[0], e[0], e[2]]),
+    )
     return idx
 
 
@@ -214,7 +229,7 @@ def test_decay_term_with_injected_now() -> None:
     half_life = 2.0 * DAY_US
     h = idx.search(text="note", mode="bm25", k=4, half_life=half_life, now=T0, decay_weight=0.1)
     got = dict(zip(h.ids.tolist(), h.decay.tolist()))
-    want = {1: 1.0, 2: 0.5 ** 0.5, 3: 0.5 ** 3.5, 4: 1.0}
+    want = {1: 1.0, 2: 0.5**0.5, 3: 0.5**3.5, 4: 1.0}
     for i in want:
         assert got[i] == pytest.approx(want[i], rel=1e-6), i
     np.testing.assert_allclose(h.scores, expected_scores(h, decay_weight=0.1), rtol=1e-6)
@@ -228,7 +243,7 @@ def test_decay_term_with_injected_now() -> None:
     # decay_weight scales the term.
     h = idx.search(vector=e[0], mode="vector", k=4, half_life=half_life, now=T0 + 2 * DAY_US, decay_weight=0.5)
     got = dict(zip(h.ids.tolist(), h.decay.tolist()))
-    assert got[4] == pytest.approx(0.5 ** 0.5, rel=1e-6) and got[1] == pytest.approx(0.5, rel=1e-6)
+    assert got[4] == pytest.approx(0.5**0.5, rel=1e-6) and got[1] == pytest.approx(0.5, rel=1e-6)
     np.testing.assert_allclose(h.scores, expected_scores(h, decay_weight=0.5), rtol=1e-6)
     assert h.ids.tolist() == [4, 1, 2, 3]
 
@@ -238,7 +253,12 @@ def test_decay_uses_current_time_by_default() -> None:
 
     idx = trimem.HybridIndex(dim=0)
     now = int(time.time() * 1e6)
-    idx.add(ids=[1, 2], texts=["note", "note"], timestamps=[now - 3600 * 10**6, now - 10 * 3600 * 10**6], namespaces=["n"] * 2)
+    idx.add(
+        ids=[1, 2],
+        texts=["note", "note"],
+        timestamps=[now - 3600 * 10**6, now - 10 * 3600 * 10**6],
+        namespaces=["n"] * 2,
+    )
     h = idx.search(text="note", mode="bm25", half_life=3600 * 1e6, decay_weight=1.0)
     d = dict(zip(h.ids.tolist(), h.decay.tolist()))
     assert d[1] == pytest.approx(0.5, rel=1e-3) and d[2] == pytest.approx(0.5**10, rel=1e-2)

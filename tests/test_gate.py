@@ -18,20 +18,32 @@ from trimem import cli
 from trimem.bench import gate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY = {"n": 2000, "dim": 32, "queries": 20, "rounds": 3, "block": 5, "seed": 0, "window": 0.1,
-        "k": 10}
+TINY = {"n": 2000, "dim": 32, "queries": 20, "rounds": 3, "block": 5, "seed": 0, "window": 0.1, "k": 10}
 VECTOR = "trimem vector / hnswlib"
 HYBRID = "trimem hybrid / hnswlib vector-only"
 
 
-def write_thresholds(path: Path, limits: dict[str, float], *, config: dict[str, Any] = TINY,
-                     pairs: dict[str, tuple[str, str]] | None = None) -> Path:
+def write_thresholds(
+    path: Path,
+    limits: dict[str, float],
+    *,
+    config: dict[str, Any] = TINY,
+    pairs: dict[str, tuple[str, str]] | None = None,
+) -> Path:
     pairs = pairs or {VECTOR: ("trimem-vector", "hnswlib"), HYBRID: ("trimem-hybrid", "hnswlib")}
     doc = {
         "command": "written by tests/test_gate.py",
         "config": config,
-        "ratios": [{"label": label, "numerator": pairs[label][0], "denominator": pairs[label][1],
-                    "quiet": 1.0, "threshold": thr} for label, thr in limits.items()],
+        "ratios": [
+            {
+                "label": label,
+                "numerator": pairs[label][0],
+                "denominator": pairs[label][1],
+                "quiet": 1.0,
+                "threshold": thr,
+            }
+            for label, thr in limits.items()
+        ],
     }
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
@@ -46,8 +58,9 @@ def release(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------------------------------ real (tiny) measurements
 
 
-def test_gate_fails_when_trimem_is_slowed_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_fails_when_trimem_is_slowed_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("hnswlib")
     if trimem.build_profile() != "release":
         pytest.skip("the gate refuses debug builds (tested below)")
@@ -58,8 +71,11 @@ def test_gate_fails_when_trimem_is_slowed_down(tmp_path: Path, monkeypatch: pyte
     assert rc == 1, err
     assert "slowed down x30 on purpose" in err
     assert "measuring once more before failing" in err  # the noise re-measurement happened
-    m = re.search(r"PERF GATE FAILED: ratio 'trimem vector / hnswlib' \(trimem-vector p50 / "
-                  r"hnswlib p50\) = ([0-9.]+) exceeds its threshold 4\.000", err)
+    m = re.search(
+        r"PERF GATE FAILED: ratio 'trimem vector / hnswlib' \(trimem-vector p50 / "
+        r"hnswlib p50\) = ([0-9.]+) exceeds its threshold 4\.000",
+        err,
+    )
     assert m is not None, err
     assert float(m.group(1)) > 4.0
     assert f"PERF GATE FAILED: ratio '{HYBRID}'" in err
@@ -67,8 +83,9 @@ def test_gate_fails_when_trimem_is_slowed_down(tmp_path: Path, monkeypatch: pyte
     assert "re-measurement:" in out and "**over**" in out
 
 
-def test_gate_passes_without_slowdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_passes_without_slowdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("hnswlib")
     if trimem.build_profile() != "release":
         pytest.skip("the gate refuses debug builds (tested below)")
@@ -91,8 +108,14 @@ def test_calibrate_writes_loadable_thresholds(tmp_path: Path) -> None:
     if trimem.build_profile() != "release":
         pytest.skip("calibration refuses debug builds")
     spec = gate.RatioSpec(VECTOR, "trimem-vector", "hnswlib")
-    doc = gate.calibrate(tmp_path / "t.json", runs=2, config=gate.GateConfig(**TINY),
-                         specs=[spec], show_progress=False, err=io.StringIO())
+    doc = gate.calibrate(
+        tmp_path / "t.json",
+        runs=2,
+        config=gate.GateConfig(**TINY),
+        specs=[spec],
+        show_progress=False,
+        err=io.StringIO(),
+    )
     th = gate.load_thresholds(tmp_path / "t.json")
     assert th.config == gate.GateConfig(**TINY) and [s.label for s in th.specs] == [VECTOR]
     entry = doc["ratios"][0]
@@ -101,13 +124,13 @@ def test_calibrate_writes_loadable_thresholds(tmp_path: Path) -> None:
     assert "--gate-calibrate" in doc["command"]
 
 
-def test_gate_reports_a_missing_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_reports_a_missing_peer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     if trimem.build_profile() != "release":
         pytest.skip("the gate refuses debug builds (tested below)")
     monkeypatch.setitem(sys.modules, "tantivy", None)  # import tantivy -> ImportError
-    path = write_thresholds(tmp_path / "gate.json", {"bm25": 1.0},
-                            pairs={"bm25": ("trimem-bm25", "tantivy")})
+    path = write_thresholds(tmp_path / "gate.json", {"bm25": 1.0}, pairs={"bm25": ("trimem-bm25", "tantivy")})
     rc = cli.main(["bench", "--gate", str(path), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2
@@ -118,12 +141,15 @@ def test_gate_reports_a_missing_peer(tmp_path: Path, monkeypatch: pytest.MonkeyP
 # ------------------------------------------------------------------ refusals
 
 
-def test_gate_refuses_a_debug_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_refuses_a_debug_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(trimem, "build_profile", lambda: "debug")
     path = write_thresholds(tmp_path / "gate.json", {VECTOR: 4.0})
-    for argv in (["bench", "--gate", str(path)],
-                 ["bench", "--gate", str(path), "--allow-debug"]):  # never honoured by the gate
+    for argv in (
+        ["bench", "--gate", str(path)],
+        ["bench", "--gate", str(path), "--allow-debug"],
+    ):  # never honoured by the gate
         rc = cli.main([*argv, "--no-progress"])
         err = capsys.readouterr().err
         assert rc == 2
@@ -135,12 +161,10 @@ def test_gate_refuses_a_debug_build(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert not (tmp_path / "new.json").exists()
 
 
-def test_gate_refuses_bad_files_and_options(tmp_path: Path, release: None,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_refuses_bad_files_and_options(tmp_path: Path, release: None, capsys: pytest.CaptureFixture[str]) -> None:
     rc = cli.main(["bench", "--gate", str(tmp_path / "missing.json")])
     assert rc == 2 and "not found" in capsys.readouterr().err
-    bad = write_thresholds(tmp_path / "bad.json", {"x": 1.0}, pairs={"x": ("trimem-vector",
-                                                                            "faiss")})
+    bad = write_thresholds(tmp_path / "bad.json", {"x": 1.0}, pairs={"x": ("trimem-vector", "faiss")})
     rc = cli.main(["bench", "--gate", str(bad)])
     assert rc == 2 and "unknown system 'faiss'" in capsys.readouterr().err
     (tmp_path / "junk.json").write_text("{not json")
@@ -168,8 +192,7 @@ class FakeBench:
     def measure(self) -> gate.Measurement:
         v = self.values[self.calls]
         self.calls += 1
-        return gate.Measurement(ratios={VECTOR: v}, rounds={VECTOR: [v, v]}, p50_ms={},
-                                seconds=0.0)
+        return gate.Measurement(ratios={VECTOR: v}, rounds={VECTOR: [v, v]}, p50_ms={}, seconds=0.0)
 
     def close(self) -> None:
         self.closed = True
@@ -183,8 +206,9 @@ class FakeBench:
         ([3.0, 2.5], 1, 2),  # over twice: a regression
     ],
 )
-def test_gate_remeasures_once_before_failing(tmp_path: Path, release: None, values: list[float],
-                                             rc: int, calls: int) -> None:
+def test_gate_remeasures_once_before_failing(
+    tmp_path: Path, release: None, values: list[float], rc: int, calls: int
+) -> None:
     path = write_thresholds(tmp_path / "gate.json", {VECTOR: 2.0})
     fake = FakeBench(values)
     out, err = io.StringIO(), io.StringIO()
@@ -193,9 +217,10 @@ def test_gate_remeasures_once_before_failing(tmp_path: Path, release: None, valu
     if calls == 2:
         assert "measuring once more before failing" in err.getvalue()
     if rc == 1:
-        assert (f"PERF GATE FAILED: ratio '{VECTOR}' (trimem-vector p50 / hnswlib p50) = 2.500 "
-                "exceeds its threshold 2.000 (measured 3.000, then 2.500; quiet-run ratio 1.000"
-                ) in err.getvalue()
+        assert (
+            f"PERF GATE FAILED: ratio '{VECTOR}' (trimem-vector p50 / hnswlib p50) = 2.500 "
+            "exceeds its threshold 2.000 (measured 3.000, then 2.500; quiet-run ratio 1.000"
+        ) in err.getvalue()
     elif calls == 2:
         assert "passed after one re-measurement" in err.getvalue()
 
@@ -209,7 +234,8 @@ def test_committed_thresholds_file() -> None:
     raw = th.raw
     assert th.config == gate.GateConfig()  # `--gate` with no override measures what was calibrated
     assert [(s.label, s.numerator, s.denominator) for s in th.specs] == [
-        (s.label, s.numerator, s.denominator) for s in gate.DEFAULT_RATIOS]
+        (s.label, s.numerator, s.denominator) for s in gate.DEFAULT_RATIOS
+    ]
     assert raw["command"].startswith("python -m trimem bench --gate-calibrate benches/perf_gate.json")
     assert raw["headroom"] <= 1.5
     assert raw["machine"]["build_profile"] == "release"

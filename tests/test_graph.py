@@ -7,7 +7,7 @@ from __future__ import annotations
 import doctest
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,19 @@ ENGLISH: list[tuple[str, list[tuple[str, str]], list[Triple]]] = [
     ),
     (
         "We use Redis for caching and PostgreSQL as the main database.",
-        [("team", "group"), ("Redis", "tech"), ("caching", "concept"), ("PostgreSQL", "tech"),
-         ("main database", "concept")],
-        [("team", "uses", "Redis"), ("team", "uses", "PostgreSQL"), ("Redis", "used_for", "caching"),
-         ("PostgreSQL", "used_for", "main database")],
+        [
+            ("team", "group"),
+            ("Redis", "tech"),
+            ("caching", "concept"),
+            ("PostgreSQL", "tech"),
+            ("main database", "concept"),
+        ],
+        [
+            ("team", "uses", "Redis"),
+            ("team", "uses", "PostgreSQL"),
+            ("Redis", "used_for", "caching"),
+            ("PostgreSQL", "used_for", "main database"),
+        ],
     ),
     (
         # "Started" only starts the sentence; "Node" (capitalised) is Node.js
@@ -139,32 +148,50 @@ def test_english_golden(text: str, entities: list[tuple[str, str]], relations: l
 # ------------------------------------------------------------------------------ extraction: Chinese
 
 CHINESE: list[tuple[str, list[tuple[str, str]], list[Triple]]] = [
-    ("我们用 Redis 做缓存", [("team", "group"), ("Redis", "tech"), ("缓存", "concept")],
-     [("team", "uses", "Redis"), ("Redis", "used_for", "缓存")]),
+    (
+        "我们用 Redis 做缓存",
+        [("team", "group"), ("Redis", "tech"), ("缓存", "concept")],
+        [("team", "uses", "Redis"), ("Redis", "used_for", "缓存")],
+    ),
     ("张三负责后端", [("张三", "person"), ("后端", "concept")], [("张三", "responsible_for", "后端")]),
     ("李四住在北京", [("李四", "person"), ("北京", "place")], [("李四", "lives_in", "北京")]),
     ("王五喜欢喝咖啡", [("王五", "person"), ("咖啡", "concept")], [("王五", "likes", "咖啡")]),
     ("赵六在阿里巴巴工作", [("赵六", "person"), ("阿里巴巴", "org")], [("赵六", "works_at", "阿里巴巴")]),
-    ("订单服务依赖 PostgreSQL 和 Kafka",
-     [("订单服务", "concept"), ("PostgreSQL", "tech"), ("Kafka", "tech")],
-     [("订单服务", "depends_on", "PostgreSQL"), ("订单服务", "depends_on", "Kafka")]),
-    ("小王和老李负责前端", [("小王", "person"), ("老李", "person"), ("前端", "concept")],
-     [("小王", "responsible_for", "前端"), ("老李", "responsible_for", "前端")]),
-    ("项目依赖 Node.js v18.2.0", [("项目", "concept"), ("Node.js", "tech"), ("v18.2.0", "version")],
-     [("项目", "depends_on", "Node.js"), ("Node.js", "has_version", "v18.2.0")]),
+    (
+        "订单服务依赖 PostgreSQL 和 Kafka",
+        [("订单服务", "concept"), ("PostgreSQL", "tech"), ("Kafka", "tech")],
+        [("订单服务", "depends_on", "PostgreSQL"), ("订单服务", "depends_on", "Kafka")],
+    ),
+    (
+        "小王和老李负责前端",
+        [("小王", "person"), ("老李", "person"), ("前端", "concept")],
+        [("小王", "responsible_for", "前端"), ("老李", "responsible_for", "前端")],
+    ),
+    (
+        "项目依赖 Node.js v18.2.0",
+        [("项目", "concept"), ("Node.js", "tech"), ("v18.2.0", "version")],
+        [("项目", "depends_on", "Node.js"), ("Node.js", "has_version", "v18.2.0")],
+    ),
     ("我喜欢《三体》", [("user", "user"), ("三体", "thing")], [("user", "likes", "三体")]),
     ("王经理说下周上线", [("王经理", "person")], []),
     # a compound names the thing: 后端工程师, not 后端
     ("张三是后端工程师", [("张三", "person"), ("后端工程师", "concept")], [("张三", "is", "后端工程师")]),
-    ("服务部署在 Docker 上，监听 8080 端口", [("服务", "concept"), ("Docker", "tech"), ("8080", "port")],
-     [("服务", "runs_on", "Docker")]),
-    ("我们团队主要使用 Python 和 TypeScript，部署在阿里云上。",
-     [("team", "group"), ("Python", "tech"), ("TypeScript", "tech"), ("阿里云", "org")],
-     [("team", "uses", "Python"), ("team", "uses", "TypeScript"), ("team", "runs_on", "阿里云")]),
+    (
+        "服务部署在 Docker 上，监听 8080 端口",
+        [("服务", "concept"), ("Docker", "tech"), ("8080", "port")],
+        [("服务", "runs_on", "Docker")],
+    ),
+    (
+        "我们团队主要使用 Python 和 TypeScript，部署在阿里云上。",
+        [("team", "group"), ("Python", "tech"), ("TypeScript", "tech"), ("阿里云", "org")],
+        [("team", "uses", "Python"), ("team", "uses", "TypeScript"), ("team", "runs_on", "阿里云")],
+    ),
     # full-width letters and punctuation fold (NFKC): Ｒｅｄｉｓ is Redis
-    ("昨天张三也负责运维，Ｒｅｄｉｓ 用于缓存。",
-     [("张三", "person"), ("运维", "concept"), ("Redis", "tech"), ("缓存", "concept")],
-     [("张三", "responsible_for", "运维"), ("Redis", "used_for", "缓存")]),
+    (
+        "昨天张三也负责运维，Ｒｅｄｉｓ 用于缓存。",
+        [("张三", "person"), ("运维", "concept"), ("Redis", "tech"), ("缓存", "concept")],
+        [("张三", "responsible_for", "运维"), ("Redis", "used_for", "缓存")],
+    ),
 ]
 
 
@@ -176,8 +203,14 @@ def test_chinese_golden(text: str, entities: list[tuple[str, str]], relations: l
 
 @pytest.mark.parametrize(
     "text",
-    ["Dave doesn't use Java.", "Eve does not really like Kafka.", "I no longer use Emacs.",
-     "我不用 Docker，也不喜欢 Java", "张三没有使用 Redis", "李四并不负责后端"],
+    [
+        "Dave doesn't use Java.",
+        "Eve does not really like Kafka.",
+        "I no longer use Emacs.",
+        "我不用 Docker，也不喜欢 Java",
+        "张三没有使用 Redis",
+        "李四并不负责后端",
+    ],
 )
 def test_negation_states_no_relation(text: str) -> None:
     x = extract(text)
@@ -191,7 +224,9 @@ def test_words_that_are_only_names_when_capitalised() -> None:
     assert rels("Redis is fast.") == []  # "is" needs a name or a determiner after it
     assert rels("Bob is like Alice.") == []  # a comparison, not a liking
     assert rels("Alice is also using Docker and I have used Vim.") == [
-        ("Alice", "uses", "Docker"), ("user", "uses", "Vim")]
+        ("Alice", "uses", "Docker"),
+        ("user", "uses", "Vim"),
+    ]
     assert ents("用户喜欢应用的费用") == [("用户", "concept"), ("应用", "concept")]  # 用 inside words
 
 
@@ -206,11 +241,18 @@ def test_speaker_and_role() -> None:
 
 def test_more_entity_kinds() -> None:
     x = ents("See https://example.com/docs and /etc/nginx/nginx.conf; ping 10.0.0.5 or mail ops@example.com")
-    assert x == [("https://example.com/docs", "url"), ("/etc/nginx/nginx.conf", "path"), ("10.0.0.5", "host"),
-                 ("ops@example.com", "email")]
+    assert x == [
+        ("https://example.com/docs", "url"),
+        ("/etc/nginx/nginx.conf", "path"),
+        ("10.0.0.5", "host"),
+        ("ops@example.com", "email"),
+    ]
     assert ents("The job reads DATABASE_URL and calls fetchUser()") == [("DATABASE_URL", "code"), ("fetchUser", "code")]
     assert ents("Release 1.4.3-rc1 ships 「凤凰」 on port:443") == [
-        ("1.4.3-rc1", "version"), ("凤凰", "thing"), ("443", "port")]
+        ("1.4.3-rc1", "version"),
+        ("凤凰", "thing"),
+        ("443", "port"),
+    ]
     assert ents("Meet Alice at the Tokyo office") == [("Alice", "person"), ("Tokyo", "place")]
     assert ents("postgres and K8S and nodejs") == [("PostgreSQL", "tech"), ("Kubernetes", "tech"), ("Node.js", "tech")]
 
@@ -251,8 +293,12 @@ def test_cooccurrence_weights() -> None:
     g.add_episode(1, "Alice uses Docker. Bob likes Kafka.", 100, scope=S)
     weights = {(r.subject, r.object): r.weight for r in g.relations(scope=S, predicate=MENTIONED_WITH)}
     assert weights == {
-        ("Alice", "Docker"): 1.0, ("Bob", "Kafka"): 1.0,  # one sentence
-        ("Alice", "Bob"): 0.5, ("Alice", "Kafka"): 0.5, ("Bob", "Docker"): 0.5, ("Docker", "Kafka"): 0.5,
+        ("Alice", "Docker"): 1.0,
+        ("Bob", "Kafka"): 1.0,  # one sentence
+        ("Alice", "Bob"): 0.5,
+        ("Alice", "Kafka"): 0.5,
+        ("Bob", "Docker"): 0.5,
+        ("Docker", "Kafka"): 0.5,
     }
     g.add_episode(2, "Alice restarted Docker.", 200, scope=S)
     g.add_episode(3, "Docker, as Alice said, is down. Alice is out.", 300, scope=S)
@@ -261,8 +307,10 @@ def test_cooccurrence_weights() -> None:
     assert (r.first_seen, r.last_seen) == (100, 300)
     # the speaker and the team relate through statements only, never by co-occurrence
     g.add_episode(4, "We use Redis and I like Kafka.", 400, scope=S)
-    assert all("team" not in (r.subject, r.object) and "user" not in (r.subject, r.object)
-               for r in g.relations(scope=S, predicate=MENTIONED_WITH))
+    assert all(
+        "team" not in (r.subject, r.object) and "user" not in (r.subject, r.object)
+        for r in g.relations(scope=S, predicate=MENTIONED_WITH)
+    )
     assert ("team", "uses", "Redis") in stated(g.relations(scope=S, entity="team"))
 
 
@@ -338,8 +386,14 @@ def test_neighbours_depth_limit_and_order() -> None:
     assert names(g.neighbours("alice", scope=S)) == ["Alice", "Docker"]
     # depth 2: Docker's neighbours, heaviest link first, then by name
     assert names(g.neighbours("alice", scope=S, depth=2)) == ["Alice", "Docker", "Bob", "containerd_shim", "Ubuntu"]
-    assert names(g.neighbours("alice", scope=S, depth=3)) == ["Alice", "Docker", "Bob", "containerd_shim", "Ubuntu",
-                                                            "Raspberry Pi"]
+    assert names(g.neighbours("alice", scope=S, depth=3)) == [
+        "Alice",
+        "Docker",
+        "Bob",
+        "containerd_shim",
+        "Ubuntu",
+        "Raspberry Pi",
+    ]
     assert names(g.neighbours("alice", scope=S, depth=3, limit=3)) == ["Alice", "Docker", "Bob"]
     sub = g.neighbours("docker", scope=S)
     assert sub.center == "Docker" and sub.depth == 1
@@ -365,8 +419,11 @@ def test_facts_become_relations_from_the_user() -> None:
     user = g.entity("user", scope=S)
     assert user is not None and user.type == "user" and user.facts == ["city", "editor", "最喜欢的颜色"]
     assert sorted(stated(g.relations(scope=S, entity="user"))) == [
-        ("user", "city", "Berlin"), ("user", "editor", "Vim"), ("user", "uses", "Vim"),
-        ("user", "最喜欢的颜色", "蓝色")]
+        ("user", "city", "Berlin"),
+        ("user", "editor", "Vim"),
+        ("user", "uses", "Vim"),
+        ("user", "最喜欢的颜色", "蓝色"),
+    ]
     berlin = g.entity("berlin", scope=S)
     assert berlin is not None and berlin.type == "place"
     fact_rel = g.relations(scope=S, predicate="editor")[0]
@@ -391,7 +448,7 @@ def test_facts_become_relations_from_the_user() -> None:
 
 def test_timestamps_accept_datetimes() -> None:
     g = MemoryGraph()
-    t = datetime(2026, 10, 14, 9, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 10, 14, 9, 0, tzinfo=UTC)
     e, _ = g.add_episode(7, "Alice uses Docker", t, scope=S)
     assert e[0].first_seen == 1_791_968_400_000_000
     assert "2026-10-14 09:00" in g.to_text()
@@ -523,22 +580,39 @@ def test_llm_extractor_valid_json() -> None:
 
     def fake(text: str) -> str:
         seen.append(text)
-        return "```json\n" + json.dumps({
-            "entities": [{"name": "Alice", "type": "person"}, "Acme", {"name": "Rust", "type": "Programming Language"}],
-            "relations": [
-                {"subject": "Alice", "predicate": "works for", "object": "Acme"},
-                ["Alice", "负责", "Rust"],
-                ["Acme", "funds", "OpenBSD"],  # an endpoint not listed becomes an entity
-            ],
-        }) + "\n```"
+        return (
+            "```json\n"
+            + json.dumps(
+                {
+                    "entities": [
+                        {"name": "Alice", "type": "person"},
+                        "Acme",
+                        {"name": "Rust", "type": "Programming Language"},
+                    ],
+                    "relations": [
+                        {"subject": "Alice", "predicate": "works for", "object": "Acme"},
+                        ["Alice", "负责", "Rust"],
+                        ["Acme", "funds", "OpenBSD"],  # an endpoint not listed becomes an entity
+                    ],
+                }
+            )
+            + "\n```"
+        )
 
     g = MemoryGraph(extractor=fake)
     e, r = g.add_episode(1, "Alice works for Acme. Rust everywhere.", 5, scope=S)
     assert seen == ["Alice works for Acme. Rust everywhere."]
-    assert [(x.name, x.type) for x in e] == [("Alice", "person"), ("Acme", "thing"), ("Rust", "programming_language"),
-                                             ("OpenBSD", "thing")]
-    assert stated(r) == [("Alice", "works_at", "Acme"), ("Alice", "responsible_for", "Rust"),
-                         ("Acme", "funds", "OpenBSD")]
+    assert [(x.name, x.type) for x in e] == [
+        ("Alice", "person"),
+        ("Acme", "thing"),
+        ("Rust", "programming_language"),
+        ("OpenBSD", "thing"),
+    ]
+    assert stated(r) == [
+        ("Alice", "works_at", "Acme"),
+        ("Alice", "responsible_for", "Rust"),
+        ("Acme", "funds", "OpenBSD"),
+    ]
     weights = {(x.subject, x.object): x.weight for x in r if x.predicate == MENTIONED_WITH}
     assert weights[("Acme", "Alice")] == 1.0 and weights[("Alice", "Rust")] == 0.5
     assert weights[("Acme", "OpenBSD")] == 0.5  # not found in the text: same episode only
@@ -565,10 +639,14 @@ def test_llm_extractor_mapping_reply() -> None:
         ('{"entities": ["' + "x" * 81 + '"]}', r"entities\[0\]: invalid name"),
         ('{"entities": ["a\\u0007b"]}', r"entities\[0\]: invalid name"),
         ('{"entities": ["a"], "relations": [["a", "b"]]}', r"relations\[0\]"),
-        ('{"entities": ["a"], "relations": [{"subject": "a", "predicate": "x y z!", "object": "b"}]}',
-         r"relations\[0\]: invalid predicate"),
-        ('{"entities": ["a"], "relations": [{"subject": "a", "predicate": 3, "object": "b"}]}',
-         r"relations\[0\]: predicate must be a string"),
+        (
+            '{"entities": ["a"], "relations": [{"subject": "a", "predicate": "x y z!", "object": "b"}]}',
+            r"relations\[0\]: invalid predicate",
+        ),
+        (
+            '{"entities": ["a"], "relations": [{"subject": "a", "predicate": 3, "object": "b"}]}',
+            r"relations\[0\]: predicate must be a string",
+        ),
         ('{"entities": [' + ",".join('"e%d"' % i for i in range(501)) + "]}", "at most 500"),
     ],
 )
@@ -635,8 +713,10 @@ def test_removal_equals_never_having_added(adds: list[tuple[int, int, int]], rem
 
     def view(m: MemoryGraph) -> tuple[Any, Any]:
         es = sorted((e.name.casefold(), e.mentions, e.sources, e.first_seen, e.last_seen) for e in m.entities())
-        rs = sorted((r.subject.casefold(), r.predicate, r.object.casefold(), r.weight, r.sources, r.first_seen,
-                     r.last_seen) for r in m.relations())
+        rs = sorted(
+            (r.subject.casefold(), r.predicate, r.object.casefold(), r.weight, r.sources, r.first_seen, r.last_seen)
+            for r in m.relations()
+        )
         return es, rs
 
     assert view(g) == view(fresh)

@@ -147,8 +147,10 @@ def test_filtered_recall_namespace_and_time(clustered_20k, default_index, graph_
             assert len(h) == K
             assert set(h.ids.tolist()) <= set(rows.tolist())
         r = recall([h.ids.astype(np.int64) for h in hits], brute(d.queries[:100], d.vectors, K, rows))
-        print(f"namespace {namespace!r} window {window} ({len(rows)} records), planner={planner}: recall {r:.4f}, "
-              f"plans {sorted({h.plan for h in hits})}")
+        print(
+            f"namespace {namespace!r} window {window} ({len(rows)} records), planner={planner}: recall {r:.4f}, "
+            f"plans {sorted({h.plan for h in hits})}"
+        )
         assert r >= 0.95
 
 
@@ -222,14 +224,30 @@ def test_upsert_replaces(clustered_small) -> None:
     d = clustered_small
     idx = trimem.HybridIndex(dim=d.dim)
     n = 500
-    idx.add(ids=np.arange(n, dtype=np.uint64), texts=[f"alpha {i}" for i in range(n)],
-            timestamps=np.zeros(n, dtype=np.int64), namespaces=["a"] * n, vectors=d.vectors[:n],
-            sessions=["s1"] * n, payloads=[b"old"] * n, importance=[0.5] * n)
+    idx.add(
+        ids=np.arange(n, dtype=np.uint64),
+        texts=[f"alpha {i}" for i in range(n)],
+        timestamps=np.zeros(n, dtype=np.int64),
+        namespaces=["a"] * n,
+        vectors=d.vectors[:n],
+        sessions=["s1"] * n,
+        payloads=[b"old"] * n,
+        importance=[0.5] * n,
+    )
     assert idx.doc_freq("alpha") == n
     new_vec = d.vectors[1500:1502]
     # One existing id and one new id in the same batch.
-    idx.add(ids=[7, 10_000], texts=["beta gamma", "delta"], timestamps=[99, 100], namespaces=["b", "b"],
-            vectors=new_vec, sessions=[None, "s2"], payloads=[b"new", b"x"], importance=[0.9, 0.1], upsert=True)
+    idx.add(
+        ids=[7, 10_000],
+        texts=["beta gamma", "delta"],
+        timestamps=[99, 100],
+        namespaces=["b", "b"],
+        vectors=new_vec,
+        sessions=[None, "s2"],
+        payloads=[b"new", b"x"],
+        importance=[0.9, 0.1],
+        upsert=True,
+    )
     assert len(idx) == n + 1
     r = idx.get(7)
     assert (r.text, r.namespace, r.session, r.timestamp, r.payload) == ("beta gamma", "b", None, 99, b"new")
@@ -252,8 +270,13 @@ def test_upsert_replaces(clustered_small) -> None:
 def test_records_without_vectors_never_in_vector_leg(clustered_small) -> None:
     d = clustered_small
     idx = trimem.HybridIndex(dim=d.dim)
-    idx.add(ids=list(range(100)), texts=["with vector"] * 100, timestamps=[0] * 100, namespaces=["n"] * 100,
-            vectors=d.vectors[:100])
+    idx.add(
+        ids=list(range(100)),
+        texts=["with vector"] * 100,
+        timestamps=[0] * 100,
+        namespaces=["n"] * 100,
+        vectors=d.vectors[:100],
+    )
     idx.add(ids=list(range(100, 150)), texts=["no vector"] * 50, timestamps=[0] * 50, namespaces=["n"] * 50)
     st = idx.stats()
     assert (st["records"], st["vectors"]) == (150, 100)
@@ -281,8 +304,9 @@ def test_small_and_empty_indexes(clustered_small) -> None:
     assert len(idx.search(vector=d.queries[0], mode="vector")) == 0
     assert idx.stats()["vectors"] == 0
     # The index recovers after becoming empty (the entry point is reset).
-    idx.add(ids=list(range(300)), texts=["x"] * 300, timestamps=[0] * 300, namespaces=["n"] * 300,
-            vectors=d.vectors[:300])
+    idx.add(
+        ids=list(range(300)), texts=["x"] * 300, timestamps=[0] * 300, namespaces=["n"] * 300, vectors=d.vectors[:300]
+    )
     for i in range(0, 300, 37):
         assert idx.search(vector=d.vectors[i], mode="vector", k=1).ids.tolist() == [i]
     # k above the number of records returns them all.

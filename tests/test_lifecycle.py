@@ -4,7 +4,7 @@ point-in-time recall and perceptual memory — English and Chinese where text ma
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from trimem import Memory
 from trimem.errors import InvalidArgumentError, StoreCorruptedError, UnknownIdError
 from trimem.lifecycle import Policy
 
-NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
 
 
@@ -22,10 +22,13 @@ def plain(**kw: object) -> Memory:
     return Memory(embedder=None, policy=Policy(dedup=False), **kw)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("text,query", [
-    ("Deploy checklist: run the database migrations first", "deploy checklist migrations"),
-    ("部署清单：先运行数据库迁移", "部署清单 数据库迁移"),
-])
+@pytest.mark.parametrize(
+    "text,query",
+    [
+        ("Deploy checklist: run the database migrations first", "deploy checklist migrations"),
+        ("部署清单：先运行数据库迁移", "部署清单 数据库迁移"),
+    ],
+)
 def test_a_reinforced_memory_overtakes_an_equally_relevant_unused_one(text: str, query: str) -> None:
     mem = plain()
     a = mem.retain(text, user_id="u", session_id="s1", timestamp=NOW - DAY)
@@ -48,8 +51,9 @@ def test_a_reinforced_memory_overtakes_an_equally_relevant_unused_one(text: str,
 
 def test_a_stale_memory_fades_and_use_refreshes_it() -> None:
     mem = plain()
-    old = mem.retain("The staging VPN password rotates monthly", user_id="u", session_id="old",
-                     timestamp=NOW - 300 * DAY)
+    old = mem.retain(
+        "The staging VPN password rotates monthly", user_id="u", session_id="old", timestamp=NOW - 300 * DAY
+    )
     new = mem.retain("The staging VPN password rotates monthly", user_id="u", timestamp=NOW - DAY)
     hits = mem.search("staging vpn password", user_id="u", now=NOW)
     assert [r.episode.id for r in hits] == [new.id, old.id]  # the older id loses despite the tie rule
@@ -67,8 +71,15 @@ def test_defaults_keep_relevance_dominant() -> None:
     """A fresh, fully important memory gains at most 0.0015 over old unimportant ones: it passes
     those of near-equal relevance, never one more relevant by more than that."""
     mem = plain()
-    old = [mem.retain(f"kafka consumer lag alert number {i} on the payments topic {'kafka ' * (6 - i)}",
-                      user_id="u", timestamp=NOW - 300 * DAY, importance=0.0) for i in range(6)]
+    old = [
+        mem.retain(
+            f"kafka consumer lag alert number {i} on the payments topic {'kafka ' * (6 - i)}",
+            user_id="u",
+            timestamp=NOW - 300 * DAY,
+            importance=0.0,
+        )
+        for i in range(6)
+    ]
     fresh = mem.retain("kafka lag seen on the payments topic", user_id="u", timestamp=NOW, importance=1.0)
     hits = mem.search("kafka consumer lag", user_id="u", k=10, now=NOW)
     assert len(hits) == len(old) + 1
@@ -86,11 +97,16 @@ def test_defaults_keep_relevance_dominant() -> None:
 
 
 @pytest.mark.parametrize("embedder", [None, "hashing"])
-@pytest.mark.parametrize("first,again", [
-    ("We moved the billing service from Heroku to Fly.io after the outage",
-     "we moved the billing service from heroku to fly.io, after the outage!"),
-    ("我们在故障之后把计费服务从 Heroku 迁移到了 Fly.io", "我们在故障之后把计费服务从Heroku迁移到了Fly.io。"),
-])
+@pytest.mark.parametrize(
+    "first,again",
+    [
+        (
+            "We moved the billing service from Heroku to Fly.io after the outage",
+            "we moved the billing service from heroku to fly.io, after the outage!",
+        ),
+        ("我们在故障之后把计费服务从 Heroku 迁移到了 Fly.io", "我们在故障之后把计费服务从Heroku迁移到了Fly.io。"),
+    ],
+)
 def test_a_duplicate_reinforces_instead_of_piling_up(tmp_path, embedder: str | None, first: str, again: str) -> None:
     with Memory(tmp_path / "m", embedder=embedder) as mem:
         a = mem.retain(first, user_id="u", timestamp=NOW - DAY)
@@ -117,10 +133,16 @@ def test_dedup_can_be_turned_off() -> None:
 
 def test_consolidation_at_the_bound_on_demand_and_at_session_end() -> None:
     mem = Memory(embedder=None, working_capacity=5)
-    t = datetime.now(timezone.utc) - timedelta(hours=1)  # working memory lives 24 h by the clock
+    t = datetime.now(UTC) - timedelta(hours=1)  # working memory lives 24 h by the clock
     for i in range(7):  # 2 pushed out: turn 0 (important) and turn 1 (not)
-        mem.add_turn("s", "user", f"turn {i} about the kafka cluster", user_id="u",
-                     importance=0.9 if i % 2 == 0 else 0.1, timestamp=t + i * timedelta(minutes=1))
+        mem.add_turn(
+            "s",
+            "user",
+            f"turn {i} about the kafka cluster",
+            user_id="u",
+            importance=0.9 if i % 2 == 0 else 0.1,
+            timestamp=t + i * timedelta(minutes=1),
+        )
     eps = mem.episodes(user_id="u")
     assert [e.text for e in eps] == ["turn 0 about the kafka cluster"]
     assert eps[0].session_id == "s" and eps[0].timestamp == int((t.timestamp()) * 1e6)
@@ -137,10 +159,10 @@ def test_consolidation_at_the_bound_on_demand_and_at_session_end() -> None:
 
 def test_forget_expired_applies_retention_per_layer(tmp_path) -> None:
     with Memory(tmp_path / "m", embedder=None, policy=Policy(dedup=False)) as mem:
-        stale = mem.retain("old unimportant note about parking", user_id="u", timestamp=NOW - 40 * DAY,
-                           importance=0.0)
-        kept_important = mem.retain("old but important: prod db is in eu-west-1", user_id="u",
-                                    timestamp=NOW - 60 * DAY, importance=0.9)  # lives 30·(1+1.8) days
+        stale = mem.retain("old unimportant note about parking", user_id="u", timestamp=NOW - 40 * DAY, importance=0.0)
+        kept_important = mem.retain(
+            "old but important: prod db is in eu-west-1", user_id="u", timestamp=NOW - 60 * DAY, importance=0.9
+        )  # lives 30·(1+1.8) days
         used = mem.retain("old note about the lunch menu", user_id="u", timestamp=NOW - 40 * DAY, importance=0.0)
         mem.recall("lunch menu", user_id="u", now=NOW - 2 * DAY)  # a use two days ago keeps it
         fresh = mem.retain("new note", user_id="u", timestamp=NOW - DAY, importance=0.0)
@@ -164,16 +186,19 @@ def test_forget_expired_applies_retention_per_layer(tmp_path) -> None:
         assert mem.facts.history("old_laptop", user_id="u") == []
 
 
-@pytest.mark.parametrize("text,layer,kind", [
-    ("My favourite editor is Vim", "semantic", "fact"),
-    ("我的邮箱是 a@b.com", "semantic", "fact"),
-    ("PostgreSQL uses MVCC for concurrency", "semantic", "knowledge"),
-    ("Python 的 GIL 限制了多线程并行", "semantic", "knowledge"),
-    ("Yesterday I deployed v2 to prod", "episodic", "episode"),
-    ("昨天我把服务部署到了生产环境", "episodic", "episode"),
-    ("wait a second", "working", "turn"),
-    ("稍等", "working", "turn"),
-])
+@pytest.mark.parametrize(
+    "text,layer,kind",
+    [
+        ("My favourite editor is Vim", "semantic", "fact"),
+        ("我的邮箱是 a@b.com", "semantic", "fact"),
+        ("PostgreSQL uses MVCC for concurrency", "semantic", "knowledge"),
+        ("Python 的 GIL 限制了多线程并行", "semantic", "knowledge"),
+        ("Yesterday I deployed v2 to prod", "episodic", "episode"),
+        ("昨天我把服务部署到了生产环境", "episodic", "episode"),
+        ("wait a second", "working", "turn"),
+        ("稍等", "working", "turn"),
+    ],
+)
 def test_add_routes_each_item_to_its_layer(text: str, layer: str, kind: str) -> None:
     mem = Memory(embedder=None)
     placed = mem.add(text, user_id="u", session_id="s")
@@ -200,11 +225,16 @@ def test_layered_recall_reads_working_memory_first() -> None:
     enough = mem.recall("is the staging cluster down?", user_id="u", session_id="s", layered=True, now=NOW)
     assert enough.layers == ["working"] and not enough.episodes
     assert [t.text for t in enough.working] == ["the staging cluster is down right now"]
-    more = mem.recall("which kubernetes version does staging run?", user_id="u", session_id="s",
-                      layered=True, now=NOW)
+    more = mem.recall("which kubernetes version does staging run?", user_id="u", session_id="s", layered=True, now=NOW)
     assert more.layers == ["working", "semantic", "episodic"] and more.episodes
-    forced = mem.recall("is the staging cluster down?", user_id="u", session_id="s", layered=True, now=NOW,
-                        enough=lambda q, turns: False)
+    forced = mem.recall(
+        "is the staging cluster down?",
+        user_id="u",
+        session_id="s",
+        layered=True,
+        now=NOW,
+        enough=lambda q, turns: False,
+    )
     assert "episodic" in forced.layers
 
 
@@ -382,7 +412,9 @@ def test_memory_graph_follows_episodes_facts_and_forgets(tmp_path) -> None:
         g = mem.graph
         names = {e.name for e in g.entities(scope="default/u")}
         assert {"Alice", "PostgreSQL", "Redis", "Vim"} <= names and "Bob" not in names
-        assert ("Alice", "uses", "PostgreSQL") in {(r.subject, r.predicate, r.object) for r in g.relations(scope="default/u")}
+        assert ("Alice", "uses", "PostgreSQL") in {
+            (r.subject, r.predicate, r.object) for r in g.relations(scope="default/u")
+        }
         mem.retain("Alice prefers Grafana dashboards", user_id="u")  # picked up on the next read
         mem.facts.set("editor", "helix", user_id="u")
         names = {e.name for e in mem.graph.entities(scope="default/u")}
@@ -404,8 +436,9 @@ def test_lifecycle_benchmark_runs_and_reports_ratios() -> None:
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "benches" / "lifecycle_perf.py"
-    out = subprocess.run([sys.executable, str(script), "--n", "2000", "--rounds", "1"], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), "--n", "2000", "--rounds", "1"], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("-> ratio") == 5
 

@@ -19,8 +19,13 @@ def unit(v: list[float]) -> np.ndarray:
 
 def keyword_index() -> HybridIndex:
     idx = HybridIndex(0)
-    idx.add(ids=[1, 2], texts=["deploy the billing service", "deploy the billing service today"],
-            timestamps=[T0, T0], namespaces=["u", "u"], importance=[0.2, 0.2])
+    idx.add(
+        ids=[1, 2],
+        texts=["deploy the billing service", "deploy the billing service today"],
+        timestamps=[T0, T0],
+        namespaces=["u", "u"],
+        importance=[0.2, 0.2],
+    )
     return idx
 
 
@@ -56,8 +61,13 @@ def test_mention_counts_like_a_duplicate() -> None:
 
 def test_reinforced_record_overtakes_an_equally_relevant_unused_one() -> None:
     idx = HybridIndex(0)
-    idx.add(ids=[1, 2], texts=["postgres connection pool size", "postgres connection pool size"],
-            timestamps=[T0, T0], namespaces=["u", "u"], importance=[0.5, 0.5])
+    idx.add(
+        ids=[1, 2],
+        texts=["postgres connection pool size", "postgres connection pool size"],
+        timestamps=[T0, T0],
+        namespaces=["u", "u"],
+        importance=[0.5, 0.5],
+    )
     plain = idx.search("postgres pool", k=2, mode="bm25", importance_weight=0.01)
     assert plain.ids.tolist() == [1, 2]  # a tie goes to the smaller id
     idx.touch([2, 2], T0)
@@ -103,7 +113,10 @@ def test_dedup_exact_near_and_distinct() -> None:
             "My favourite editor is Vim with a dark theme",  # different
             "My favourite editor is Vim with a dark theme",  # duplicates the row before it
         ],
-        timestamps=[T0 + 1, T0 + 2, T0 + 3, T0 + 4], namespaces=["u"] * 4, dedup=(0.8, 0.9))
+        timestamps=[T0 + 1, T0 + 2, T0 + 3, T0 + 4],
+        namespaces=["u"] * 4,
+        dedup=(0.8, 0.9),
+    )
     assert out == [1, 1, None, 4]
     assert sorted(idx.ids().tolist()) == [1, 4]
     rec = idx.get(1)
@@ -120,8 +133,14 @@ def test_dedup_without_reinforce_reports_and_counts_nothing() -> None:
     idx = HybridIndex(0)
     base = "We moved the billing service from Heroku to Fly.io last Tuesday after the outage"
     idx.add(ids=[1], texts=[base], timestamps=[T0], namespaces=["u"])
-    out = idx.add(ids=[2, 3], texts=[base.lower(), "an unrelated note about lunch"], timestamps=[T0 + 5, T0 + 6],
-                  namespaces=["u", "u"], dedup=(0.8, 0.9), reinforce=False)
+    out = idx.add(
+        ids=[2, 3],
+        texts=[base.lower(), "an unrelated note about lunch"],
+        timestamps=[T0 + 5, T0 + 6],
+        namespaces=["u", "u"],
+        dedup=(0.8, 0.9),
+        reinforce=False,
+    )
     assert out == [1, None]
     rec = idx.get(1)
     assert rec is not None and (rec.mentions, rec.last_access) == (0, 0)
@@ -137,14 +156,19 @@ def test_dedup_cosine_vetoes_a_textual_match() -> None:
     far = unit([0, 1, 0])[None, :]
     assert idx.add(ids=[2], texts=[text], timestamps=[T0], namespaces=["u"], vectors=far, dedup=(0.8, 0.9)) == [None]
     near = unit([1, 0.05, 0])[None, :]
-    assert idx.add(ids=[3], texts=[text], timestamps=[T0], namespaces=["u"], vectors=near, dedup=(0.8, 0.9)) in ([1], [2])
+    assert idx.add(ids=[3], texts=[text], timestamps=[T0], namespaces=["u"], vectors=near, dedup=(0.8, 0.9)) in (
+        [1],
+        [2],
+    )
 
 
 def test_dedup_forgets_deleted_records_and_bad_params_change_nothing() -> None:
     idx = HybridIndex(0)
     idx.add(ids=[1], texts=["alpha beta gamma delta"], timestamps=[T0], namespaces=["u"])
     idx.delete([1])
-    assert idx.add(ids=[2], texts=["alpha beta gamma delta"], timestamps=[T0], namespaces=["u"], dedup=(0.8, 0.9)) == [None]
+    assert idx.add(ids=[2], texts=["alpha beta gamma delta"], timestamps=[T0], namespaces=["u"], dedup=(0.8, 0.9)) == [
+        None
+    ]
     with pytest.raises(InvalidArgumentError):
         idx.add(ids=[3], texts=["x"], timestamps=[T0], namespaces=["u"], dedup=(1.5, 0.9))
     assert 3 not in idx
@@ -160,8 +184,9 @@ def test_usage_and_fingerprints_survive_a_snapshot(tmp_path) -> None:
     assert back is not None
     rec = back.get(1)
     assert rec is not None and (rec.accesses, rec.last_access) == (1, T0 + 5)
-    assert back.add(ids=[9], texts=["Deploy the billing service"], timestamps=[T0], namespaces=["u"],
-                    dedup=(0.8, 0.9)) == [1]
+    assert back.add(
+        ids=[9], texts=["Deploy the billing service"], timestamps=[T0], namespaces=["u"], dedup=(0.8, 0.9)
+    ) == [1]
 
 
 def test_columns_match_the_records() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +14,26 @@ import trimem
 from trimem import Memory
 from trimem.errors import EmbedderMismatchError, StoreCorruptedError, StoreLockedError
 
-NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 
 
 def test_retain_get_and_timestamps() -> None:
     mem = Memory(embedder="hashing")
     naive = mem.retain("ran the tests", user_id="u1", timestamp=datetime(2026, 1, 1))
-    aware = mem.retain("ran them again", user_id="u1",
-                       timestamp=datetime(2026, 1, 1, 8, tzinfo=timezone(timedelta(hours=8))))
+    aware = mem.retain(
+        "ran them again", user_id="u1", timestamp=datetime(2026, 1, 1, 8, tzinfo=timezone(timedelta(hours=8)))
+    )
     assert naive.timestamp == aware.timestamp == 1_767_225_600_000_000
-    ep = mem.retain("called a tool", user_id="u1", session_id="s1", role="assistant", topic="devops",
-                    importance=0.9, metadata={"k": 1}, tool={"name": "docker", "args": {"cmd": "ps"}, "result": "ok"})
+    ep = mem.retain(
+        "called a tool",
+        user_id="u1",
+        session_id="s1",
+        role="assistant",
+        topic="devops",
+        importance=0.9,
+        metadata={"k": 1},
+        tool={"name": "docker", "args": {"cmd": "ps"}, "result": "ok"},
+    )
     assert mem.get(ep.id) == ep
     assert ep.tool is not None and ep.tool.name == "docker"
     with pytest.raises(trimem.UnknownIdError):
@@ -33,16 +42,19 @@ def test_retain_get_and_timestamps() -> None:
     assert mem.search("docker ps", user_id="u1")[0].episode.id == ep.id
 
 
-@pytest.mark.parametrize("kwargs,err", [
-    (dict(text=""), trimem.InvalidArgumentError),
-    (dict(text="x" * 200_001), trimem.InvalidArgumentError),
-    (dict(text="ok", user_id=""), trimem.InvalidNameError),
-    (dict(text="ok", user_id="a/b"), trimem.InvalidNameError),
-    (dict(text="ok", agent_id="x\n"), trimem.InvalidNameError),
-    (dict(text="ok", importance=1.5), trimem.InvalidArgumentError),
-    (dict(text="ok", timestamp="yesterday"), trimem.InvalidArgumentError),
-    (dict(text="ok", tool={"args": {}}), trimem.InvalidArgumentError),
-])
+@pytest.mark.parametrize(
+    "kwargs,err",
+    [
+        (dict(text=""), trimem.InvalidArgumentError),
+        (dict(text="x" * 200_001), trimem.InvalidArgumentError),
+        (dict(text="ok", user_id=""), trimem.InvalidNameError),
+        (dict(text="ok", user_id="a/b"), trimem.InvalidNameError),
+        (dict(text="ok", agent_id="x\n"), trimem.InvalidNameError),
+        (dict(text="ok", importance=1.5), trimem.InvalidArgumentError),
+        (dict(text="ok", timestamp="yesterday"), trimem.InvalidArgumentError),
+        (dict(text="ok", tool={"args": {}}), trimem.InvalidArgumentError),
+    ],
+)
 def test_bad_input_changes_nothing(kwargs: dict, err: type) -> None:
     mem = Memory(embedder="hashing")
     mem.retain("keep me", user_id="u1")
@@ -71,7 +83,9 @@ def test_scopes_never_cross() -> None:
 
 def test_knowledge_private_and_versions() -> None:
     mem = Memory(embedder="hashing")
-    v1 = mem.knowledge.add("Expense limit for hotels is 500 per night", source="hotel.md", timestamp=NOW - timedelta(days=60))
+    v1 = mem.knowledge.add(
+        "Expense limit for hotels is 500 per night", source="hotel.md", timestamp=NOW - timedelta(days=60)
+    )
     v2 = mem.knowledge.add("Expense limit for hotels is 650 per night", source="hotel.md", timestamp=NOW)
     assert v2.version == 2
     mem.knowledge.add("My private note: hotel loyalty number 12345", user_id="u1")
@@ -180,7 +194,7 @@ def test_store_cuts_torn_tail_and_reports_corruption(tmp_path: Path) -> None:
         end = mem._store.log_bytes  # the log's zero-filled space runs on after this
     log = path / "wal-0000000000000000.log"
     data = log.read_bytes()
-    log.write_bytes(data[:end - 3])  # a crash mid-append
+    log.write_bytes(data[: end - 3])  # a crash mid-append
     with Memory(path, embedder=None) as mem:
         assert mem.stats()["episodes"] == 4
         mem.retain("after the crash", user_id="u1")

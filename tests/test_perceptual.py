@@ -7,13 +7,14 @@ from __future__ import annotations
 import doctest
 import inspect
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 import pytest
+
 import trimem.perceptual as perceptual_module
 from trimem._core import HybridIndex, Store
 from trimem.errors import (
@@ -124,7 +125,7 @@ class Faulty:
         return self.make(len(items))
 
 
-T0 = datetime(2026, 5, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 def day(n: int) -> datetime:
@@ -171,8 +172,11 @@ def observe(pm: PerceptualMemory) -> Any:
     out: list[Any] = [pm.state(), pm.stats(), len(pm)]
     for name, index in pm.indexes():
         ids = sorted(index.ids().tolist())
-        recs = [(r.id, r.namespace, r.session, r.timestamp, r.text, r.payload, r.vector.tolist())
-                for r in index.get_many(ids) if r is not None and r.vector is not None]
+        recs = [
+            (r.id, r.namespace, r.session, r.timestamp, r.text, r.payload, r.vector.tolist())
+            for r in index.get_many(ids)
+            if r is not None and r.vector is not None
+        ]
         out.append((name, ids, recs))
     return out
 
@@ -184,12 +188,14 @@ def test_text_finds_the_matching_image(pm: PerceptualMemory) -> None:
     hits = pm.search("red", modality="text", user_id="u1", target="image", k=3)
     assert refs(hits)[:2] == ["file:///p/red.png", "file:///p/mix.png"]
     assert hits[0].cosine == pytest.approx(1.0, abs=1e-5)
-    assert hits[1].cosine == pytest.approx(2 ** -0.5, abs=1e-5)
+    assert hits[1].cosine == pytest.approx(2**-0.5, abs=1e-5)
     assert all(h.record.modality == "image" and h.record.space == "clip" for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
-    assert refs(pm.search("blue", modality="text", user_id="u1", target="image", k=2)) == \
-        ["file:///p/blue.png", "file:///p/mix.png"]
+    assert refs(pm.search("blue", modality="text", user_id="u1", target="image", k=2)) == [
+        "file:///p/blue.png",
+        "file:///p/mix.png",
+    ]
     assert refs(pm.search("yellow", modality="text", user_id="u1", target="image", k=1)) == ["file:///p/yellow.png"]
     # Two words, one of each: the half-red half-blue photo is the best match.
     assert refs(pm.search("red and blue", modality="text", user_id="u1", target="image", k=1)) == ["file:///p/mix.png"]
@@ -200,7 +206,7 @@ def test_image_query_finds_the_closest_image(pm: PerceptualMemory) -> None:
     hits = pm.search(mostly_green, modality="image", user_id="u1", target="image", k=2)
     assert refs(hits)[0] == "file:///p/green.png"
     assert hits[0].bm25 is None and hits[0].score == hits[0].cosine  # a vector search scores by cosine
-    assert hits[0].cosine == pytest.approx(13 / np.sqrt(13 ** 2 + 3 ** 2), abs=1e-5)
+    assert hits[0].cosine == pytest.approx(13 / np.sqrt(13**2 + 3**2), abs=1e-5)
 
 
 def test_target_filters_the_modality_and_none_searches_the_whole_space(pm: PerceptualMemory) -> None:
@@ -296,8 +302,9 @@ def test_time_range_filters_half_open(pm: PerceptualMemory) -> None:
     assert set(refs(hits)) == {"file:///p/green.png", "file:///p/blue.png"}
     micros = (int(day(4).timestamp() * 1e6), int(day(5).timestamp() * 1e6))
     assert refs(pm.search("red", modality="text", user_id="u1", k=10, time_range=micros)) == ["file:///p/mix.png"]
-    assert [r.ref for r in pm.records(user_id="u1", modality="audio", time_range=(day(8), day(9)))] == \
-        ["file:///a/high.wav"]
+    assert [r.ref for r in pm.records(user_id="u1", modality="audio", time_range=(day(8), day(9)))] == [
+        "file:///a/high.wav"
+    ]
 
 
 # ------------------------------------------------------------------------------------ add / records
@@ -305,9 +312,17 @@ def test_time_range_filters_half_open(pm: PerceptualMemory) -> None:
 
 def test_record_fields_round_trip(encoders: dict[str, Any], tmp_path: Path) -> None:
     pm = new_memory(encoders)
-    rec = pm.add("image", image(("cyan", 16)), user_id="u1", agent_id="a1", caption="the pool",
-                 ref=tmp_path / "pool.png", timestamp=day(3), importance=0.9,
-                 metadata={"camera": "phone", "size": [4, 4], "tags": {"outdoor": True}})
+    rec = pm.add(
+        "image",
+        image(("cyan", 16)),
+        user_id="u1",
+        agent_id="a1",
+        caption="the pool",
+        ref=tmp_path / "pool.png",
+        timestamp=day(3),
+        importance=0.9,
+        metadata={"camera": "phone", "size": [4, 4], "tags": {"outdoor": True}},
+    )
     assert isinstance(rec, PerceptRecord)
     assert (rec.modality, rec.space, rec.agent_id, rec.user_id) == ("image", "clip", "a1", "u1")
     assert rec.ref == str(tmp_path / "pool.png") and rec.caption == "the pool"
@@ -318,7 +333,7 @@ def test_record_fields_round_trip(encoders: dict[str, Any], tmp_path: Path) -> N
     bare = pm.add("audio", tone(2), user_id="u1")
     assert bare.caption is None and bare.ref is None and bare.metadata == {} and bare.importance == 0.5
     assert bare.id == rec.id + 1 and pm.get(bare.id) == bare
-    assert abs(bare.timestamp - datetime.now(timezone.utc).timestamp() * 1e6) < 60e6
+    assert abs(bare.timestamp - datetime.now(UTC).timestamp() * 1e6) < 60e6
     # The raw item is not stored: only the vector, caption and ref.
     index = dict(pm.indexes())[index_name("clip")]
     stored = index.get(rec.id)
@@ -386,14 +401,23 @@ def test_delete_and_forget_user(pm: PerceptualMemory) -> None:
 def test_stats(pm: PerceptualMemory) -> None:
     s = pm.stats()
     assert s["records"] == 10
-    assert s["spaces"] == {"audio": {"dim": 8, "records": 2, "modalities": ["audio"]},
-                           "clip": {"dim": 8, "records": 8, "modalities": ["image", "text"]}}
-    assert s["modalities"]["image"] == {"space": "clip", "encoder": "colour-hist-8", "dim": 8,
-                                        "registered": True, "records": 7}
+    assert s["spaces"] == {
+        "audio": {"dim": 8, "records": 2, "modalities": ["audio"]},
+        "clip": {"dim": 8, "records": 8, "modalities": ["image", "text"]},
+    }
+    assert s["modalities"]["image"] == {
+        "space": "clip",
+        "encoder": "colour-hist-8",
+        "dim": 8,
+        "registered": True,
+        "records": 7,
+    }
     assert s["modalities"]["text"]["records"] == 1 and s["modalities"]["audio"]["records"] == 2
-    assert pm.modalities() == [Modality("audio", "audio", "fft-bands-8", 8),
-                               Modality("image", "clip", "colour-hist-8", 8),
-                               Modality("text", "clip", "colour-words-8", 8)]
+    assert pm.modalities() == [
+        Modality("audio", "audio", "fft-bands-8", 8),
+        Modality("image", "clip", "colour-hist-8", 8),
+        Modality("text", "clip", "colour-words-8", 8),
+    ]
 
 
 def test_concurrent_adds_get_unique_ids(encoders: dict[str, Any]) -> None:
@@ -432,14 +456,18 @@ def test_register_rules(encoders: dict[str, Any]) -> None:
     with pytest.raises(EmbedderMismatchError):
         pm.register("text", Faulty(lambda n: np.ones((n, 8), np.float32), name="other-words", dim=8), space="clip")
     with pytest.raises(EmbedderMismatchError):
-        pm.register("text", Faulty(lambda n: np.ones((n, 16), np.float32), name="colour-words-8", dim=16),
-                    space="clip")
+        pm.register("text", Faulty(lambda n: np.ones((n, 16), np.float32), name="colour-words-8", dim=16), space="clip")
     with pytest.raises(InvalidArgumentError, match="cannot move"):
         pm.register("text", ColourWords(), space="audio")
     with pytest.raises(InvalidArgumentError, match="cannot move"):
         pm.register("text", ColourWords())  # the default space is the modality's own
-    for bad_enc in (object(), Faulty(None, name="", dim=8), Faulty(None, name="x", dim=0),
-                    Faulty(None, name="x", dim=True), Faulty(None, name="x", dim=2.5)):
+    for bad_enc in (
+        object(),
+        Faulty(None, name="", dim=8),
+        Faulty(None, name="x", dim=0),
+        Faulty(None, name="x", dim=True),
+        Faulty(None, name="x", dim=2.5),
+    ):
         with pytest.raises(InvalidArgumentError):
             pm.register("new", bad_enc)
     for name in ("", "a/b", "a b", "ü", "x" * 57, 3):
@@ -477,9 +505,13 @@ def test_bad_encoder_output_is_typed_and_changes_nothing(pm: PerceptualMemory, m
     with pytest.raises(error):
         pm.add("bad", "x", user_id="u1")
     with pytest.raises(error):  # atomic batch: the good items of other modalities do not land
-        pm.add_many([dict(modality="image", item=image(("red", 16)), user_id="u1"),
-                     dict(modality="audio", item=tone(2), user_id="u1"),
-                     dict(modality="bad", item="x", user_id="u1")])
+        pm.add_many(
+            [
+                dict(modality="image", item=image(("red", 16)), user_id="u1"),
+                dict(modality="audio", item=tone(2), user_id="u1"),
+                dict(modality="bad", item="x", user_id="u1"),
+            ]
+        )
     with pytest.raises(error):
         pm.search("x", modality="bad", user_id="u1")
     assert observe(pm) == before
@@ -509,8 +541,12 @@ def test_engine_failure_mid_batch_rolls_back(pm: PerceptualMemory) -> None:
     # Spaces are added in the order of the batch: audio lands first, then clip fails.
     pm._spaces["clip"] = FailingAdd(real)  # type: ignore[assignment]
     with pytest.raises(StoreError, match="disk full"):
-        pm.add_many([dict(modality="audio", item=tone(4), user_id="u1"),
-                     dict(modality="image", item=image(("red", 16)), user_id="u1")])
+        pm.add_many(
+            [
+                dict(modality="audio", item=tone(4), user_id="u1"),
+                dict(modality="image", item=image(("red", 16)), user_id="u1"),
+            ]
+        )
     pm._spaces["clip"] = real
     assert observe(pm) == before
     assert pm.add("audio", tone(4), user_id="u1").id == 11
@@ -523,8 +559,12 @@ def test_encoder_exception_propagates_and_changes_nothing(pm: PerceptualMemory) 
     pm.register("bad", Faulty(boom), space="clip")
     before = observe(pm)
     with pytest.raises(RuntimeError, match="model crashed"):
-        pm.add_many([dict(modality="image", item=image(("red", 16)), user_id="u1"),
-                     dict(modality="bad", item="x", user_id="u1")])
+        pm.add_many(
+            [
+                dict(modality="image", item=image(("red", 16)), user_id="u1"),
+                dict(modality="bad", item="x", user_id="u1"),
+            ]
+        )
     assert observe(pm) == before
 
 
@@ -559,8 +599,14 @@ def test_add_argument_errors_change_nothing(pm: PerceptualMemory) -> None:
             pm.add(**kwargs)
         with pytest.raises(error):  # one bad item spoils the batch
             pm.add_many([dict(modality="image", item=red, user_id="u1"), kwargs])
-    for batch in ([], iter(()), [dict(modality="image", item=red)], [dict(modality="image", item=red, user_id="u1", colour="red")],
-                  ["image"], dict(modality="image", item=red, user_id="u1")):
+    for batch in (
+        [],
+        iter(()),
+        [dict(modality="image", item=red)],
+        [dict(modality="image", item=red, user_id="u1", colour="red")],
+        ["image"],
+        dict(modality="image", item=red, user_id="u1"),
+    ):
         with pytest.raises(InvalidArgumentError):
             pm.add_many(batch)  # type: ignore[arg-type]
     assert observe(pm) == before
@@ -596,7 +642,7 @@ def test_search_argument_errors(pm: PerceptualMemory) -> None:
     assert observe(pm) == before
 
 
-@pytest.mark.parametrize("ids", [[], "12", [0], [-1], [1.5], [True], ["1"], [None], [2 ** 64], 7])
+@pytest.mark.parametrize("ids", [[], "12", [0], [-1], [1.5], [True], ["1"], [None], [2**64], 7])
 def test_invalid_ids(pm: PerceptualMemory, ids: Any) -> None:
     before = observe(pm)
     with pytest.raises(InvalidArgumentError):
@@ -617,8 +663,15 @@ def test_get_errors(pm: PerceptualMemory) -> None:
 
 
 def test_errors_are_trimem_errors() -> None:
-    for e in (DimensionError, DTypeError, InvalidVectorError, InvalidNameError, EmbedderMismatchError,
-              UnknownIdError, StoreCorruptedError):
+    for e in (
+        DimensionError,
+        DTypeError,
+        InvalidVectorError,
+        InvalidNameError,
+        EmbedderMismatchError,
+        UnknownIdError,
+        StoreCorruptedError,
+    ):
         assert issubclass(e, TrimemError)
 
 
@@ -709,11 +762,14 @@ def test_load_errors_change_nothing(pm: PerceptualMemory, encoders: dict[str, An
     target = PerceptualMemory()
     target.register("image", ColourHistogram(), space="clip")
     before = observe(target)
-    bad_version = msgspec.msgpack.encode(msgspec.structs.replace(
-        msgspec.msgpack.decode(state, type=PerceptualState), version=99))
-    clash_dim = msgspec.msgpack.encode(msgspec.structs.replace(
-        msgspec.msgpack.decode(state, type=PerceptualState), spaces=[("audio", 8), ("clip", 4)],
-        modalities=[]))
+    bad_version = msgspec.msgpack.encode(
+        msgspec.structs.replace(msgspec.msgpack.decode(state, type=PerceptualState), version=99)
+    )
+    clash_dim = msgspec.msgpack.encode(
+        msgspec.structs.replace(
+            msgspec.msgpack.decode(state, type=PerceptualState), spaces=[("audio", 8), ("clip", 4)], modalities=[]
+        )
+    )
     cases: list[tuple[Any, Any, type[Exception]]] = [
         (b"\x00garbage", indexes, StoreCorruptedError),
         (b"", indexes, StoreCorruptedError),

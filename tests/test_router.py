@@ -275,17 +275,29 @@ def test_markers_raise_importance(marked: str, plain: str) -> None:
 
 
 def test_importance_ordering() -> None:
-    imp = {t: route(t).importance for t in [
-        "ok", "thanks!", "好的", "What's the port?", "I think we should refactor the parser",
-        "Yesterday I deployed v2 to prod", "The deploy failed this morning",
-        "PostgreSQL uses MVCC for concurrency", "I prefer dark mode",
-        "We decided to use PostgreSQL as the main database", "Remember: my API key is sk-123",
-        "My favourite editor is Vim",
-    ]}
+    imp = {
+        t: route(t).importance
+        for t in [
+            "ok",
+            "thanks!",
+            "好的",
+            "What's the port?",
+            "I think we should refactor the parser",
+            "Yesterday I deployed v2 to prod",
+            "The deploy failed this morning",
+            "PostgreSQL uses MVCC for concurrency",
+            "I prefer dark mode",
+            "We decided to use PostgreSQL as the main database",
+            "Remember: my API key is sk-123",
+            "My favourite editor is Vim",
+        ]
+    }
     # greetings and filler lowest, below any ordinary turn
-    assert max(imp["ok"], imp["thanks!"], imp["好的"]) < imp["What's the port?"] < imp[
-        "I think we should refactor the parser"
-    ]
+    assert (
+        max(imp["ok"], imp["thanks!"], imp["好的"])
+        < imp["What's the port?"]
+        < imp["I think we should refactor the parser"]
+    )
     # an incident matters more than a routine event
     assert imp["The deploy failed this morning"] > imp["Yesterday I deployed v2 to prod"]
     # a preference, a decision and a credential-like fact rank high
@@ -501,9 +513,11 @@ def test_llm_router_valid_json() -> None:
 
 
 def test_llm_router_tolerates_prose_and_fences_and_normalises_keys() -> None:
-    reply = "Sure!\n```json\n" + answer(
-        layer="semantic", kind="fact", importance=0.9, reason="pref", key="Favourite Editor", value="Vim"
-    ) + "\n```"
+    reply = (
+        "Sure!\n```json\n"
+        + answer(layer="semantic", kind="fact", importance=0.9, reason="pref", key="Favourite Editor", value="Vim")
+        + "\n```"
+    )
     r = LLMRouter(FakeModel(reply))("I really like Vim as my editor")
     assert (r.layer, r.kind, r.key, r.value, r.importance) == ("semantic", "fact", "editor", "Vim", 0.9)
     zh = LLMRouter(FakeModel(answer(layer="semantic", kind="fact", key="邮箱", value="a@b.com")))("我的邮箱是 a@b.com")
@@ -596,6 +610,6 @@ def test_module_doctests() -> None:
 
 
 def test_weekend_is_a_time_word() -> None:
-    """"next weekend" is dated, like "next week" (its cue word was missing from the gate)."""
+    """ "next weekend" is dated, like "next week" (its cue word was missing from the gate)."""
     assert route("The deploy is planned for next weekend").layer == route("The deploy is planned for next week").layer
     assert route("We migrated the cache last weekend").layer == "episodic"

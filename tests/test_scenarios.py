@@ -6,14 +6,14 @@ the offline MiniLM model; `now` is injected and time is UTC, so the expectations
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from trimem import Memory
 
-NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 
 
 def ago(days: float) -> datetime:
@@ -30,8 +30,15 @@ def _minilm_available() -> bool:
     return True
 
 
-EMBEDDERS = ["hashing", pytest.param("minilm", marks=pytest.mark.skipif(
-    not _minilm_available(), reason="the minilm extra (onnxruntime, tokenizers, weights) is not installed"))]
+EMBEDDERS = [
+    "hashing",
+    pytest.param(
+        "minilm",
+        marks=pytest.mark.skipif(
+            not _minilm_available(), reason="the minilm extra (onnxruntime, tokenizers, weights) is not installed"
+        ),
+    ),
+]
 
 
 @pytest.fixture(params=EMBEDDERS)
@@ -48,19 +55,30 @@ def texts(bundle) -> list[str]:  # type: ignore[no-untyped-def]
     ["Which port did the Node script in Docker use last month?", "上个月 Docker 里的 Node 脚本用的是哪个端口？"],
 )
 def test_ports_last_month(mem: Memory, question: str) -> None:
-    node_8080 = mem.retain("Started the Node script in Docker, port mapping 8080:8080", user_id="u1",
-                           timestamp=datetime(2026, 10, 14, 9, tzinfo=timezone.utc))
-    mem.retain("Nginx reverse proxy container listens on 443", user_id="u1",
-               timestamp=datetime(2026, 10, 20, tzinfo=timezone.utc))
-    mem.retain("MySQL container failed: host port 3306 was already taken", user_id="u1",
-               timestamp=datetime(2026, 10, 22, tzinfo=timezone.utc))
+    node_8080 = mem.retain(
+        "Started the Node script in Docker, port mapping 8080:8080",
+        user_id="u1",
+        timestamp=datetime(2026, 10, 14, 9, tzinfo=UTC),
+    )
+    mem.retain(
+        "Nginx reverse proxy container listens on 443",
+        user_id="u1",
+        timestamp=datetime(2026, 10, 20, tzinfo=UTC),
+    )
+    mem.retain(
+        "MySQL container failed: host port 3306 was already taken",
+        user_id="u1",
+        timestamp=datetime(2026, 10, 22, tzinfo=UTC),
+    )
     old_node = mem.retain("Node script in Docker ran on port 3000", user_id="u1", timestamp=ago(90))
     mem.retain("在 Docker 容器中启动 Node 服务，端口映射为 8080", user_id="u2", timestamp=ago(40))
     b = mem.recall(question, user_id="u1", now=NOW)
     assert b.intent.time_range is not None
     lo, hi = b.intent.time_range
-    assert (lo, hi) == (int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp() * 1e6),
-                        int(datetime(2026, 11, 1, tzinfo=timezone.utc).timestamp() * 1e6))
+    assert (lo, hi) == (
+        int(datetime(2026, 10, 1, tzinfo=UTC).timestamp() * 1e6),
+        int(datetime(2026, 11, 1, tzinfo=UTC).timestamp() * 1e6),
+    )
     assert b.episodes[0].episode.id == node_8080.id
     assert old_node.id not in [r.episode.id for r in b.episodes]  # three months ago: outside the range
     assert all(r.episode.user_id == "u1" for r in b.episodes)
@@ -68,8 +86,9 @@ def test_ports_last_month(mem: Memory, question: str) -> None:
 
 def test_database_decision_beats_complaint(mem: Memory) -> None:
     complaint = mem.retain("The migration scripts on SQLite are painfully slow", user_id="u1", timestamp=ago(30))
-    decision = mem.retain("Team decision: we decided to use PostgreSQL as the main database", user_id="u1",
-                          timestamp=ago(14))
+    decision = mem.retain(
+        "Team decision: we decided to use PostgreSQL as the main database", user_id="u1", timestamp=ago(14)
+    )
     mem.facts.alias("database", ["数据库", "DB", "main database"])
     changes = mem.reflect(user_id="u1")
     assert [(c.op, c.key, c.value) for c in changes] == [("set", "database", "PostgreSQL")]
@@ -99,7 +118,8 @@ def test_preference_change_keeps_history(mem: Memory, lang: str) -> None:
     mem.retain(second, user_id="u1", timestamp=NOW)
     changes = mem.reflect(user_id="u1")
     assert [(c.op, c.key, c.value, c.old_value) for c in changes] == [
-        ("update", "primary_language", "Rust", "TypeScript")]
+        ("update", "primary_language", "Rust", "TypeScript")
+    ]
     fact = mem.facts.get("primary_language", user_id="u1")
     assert fact is not None and fact.value == "Rust" and fact.version == 2
     assert [v.value for v in mem.facts.history("primary_language", user_id="u1")] == ["TypeScript", "Rust"]
@@ -111,12 +131,15 @@ def test_preference_change_keeps_history(mem: Memory, lang: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["Under the latest policy, can my taxi costs in Shanghai last week be fully reimbursed?",
-     "按最新政策，我上周在上海的打车费能全额报销吗？"],
+    [
+        "Under the latest policy, can my taxi costs in Shanghai last week be fully reimbursed?",
+        "按最新政策，我上周在上海的打车费能全额报销吗？",
+    ],
 )
 def test_policy_is_knowledge_expense_is_episode(mem: Memory, question: str) -> None:
-    mem.knowledge.add("Travel policy 2026: taxi in Shanghai reimbursed up to 100 per day", source="policy.md",
-                      timestamp=ago(150))
+    mem.knowledge.add(
+        "Travel policy 2026: taxi in Shanghai reimbursed up to 100 per day", source="policy.md", timestamp=ago(150)
+    )
     mem.knowledge.add("差旅政策：上海出租车每天报销上限100元", source="policy-zh.md", timestamp=ago(150))
     expense = mem.retain("Took taxis in Shanghai last week for 85 (上海打车85元)", user_id="u1", timestamp=ago(7))
     b = mem.recall(question, user_id="u1", now=NOW)
@@ -126,14 +149,16 @@ def test_policy_is_knowledge_expense_is_episode(mem: Memory, question: str) -> N
     assert b.knowledge[0].doc.timestamp < b.intent.time_range[0]  # type: ignore[index]
 
 
-@pytest.mark.parametrize("question", ["write me a start-up script configured like my usual environment",
-                                      "按我平常的环境写一个启动脚本"])
+@pytest.mark.parametrize(
+    "question", ["write me a start-up script configured like my usual environment", "按我平常的环境写一个启动脚本"]
+)
 def test_implicit_profile(mem: Memory, question: str) -> None:
     mem.facts.set("primary_language", "TypeScript", user_id="u1")
     mem.facts.set("target_os", "macOS", user_id="u1")
     mem.facts.alias(["primary_language", "target_os"], ["environment", "环境", "usual environment"])
-    port = mem.retain("Docker port conflict fixed by moving the start-up script to 8081", user_id="u1",
-                      timestamp=ago(20))
+    port = mem.retain(
+        "Docker port conflict fixed by moving the start-up script to 8081", user_id="u1", timestamp=ago(20)
+    )
     b = mem.recall(question, user_id="u1", now=NOW)
     assert {f.key: f.value for f in b.profile} == {"primary_language": "TypeScript", "target_os": "macOS"}
     if question.startswith("write"):
@@ -142,11 +167,19 @@ def test_implicit_profile(mem: Memory, question: str) -> None:
 
 def test_noise_never_wins(mem: Memory) -> None:
     rng = np.random.default_rng(0)
-    noise = ["Hi there, good morning!", "Thanks a lot, have a nice day", "lol ok", "你好，在吗？",
-             "This is so annoying, nothing ever works!!!", "Ugh I hate Mondays"]
+    noise = [
+        "Hi there, good morning!",
+        "Thanks a lot, have a nice day",
+        "lol ok",
+        "你好，在吗？",
+        "This is so annoying, nothing ever works!!!",
+        "Ugh I hate Mondays",
+    ]
     log = "Traceback (most recent call last): " + " ".join(f"File x{i}.py line {i} in f" for i in range(200))
-    items = [dict(text=noise[int(rng.integers(len(noise)))], user_id="u1", timestamp=ago(float(rng.uniform(1, 90))))
-             for _ in range(200)]
+    items = [
+        dict(text=noise[int(rng.integers(len(noise)))], user_id="u1", timestamp=ago(float(rng.uniform(1, 90))))
+        for _ in range(200)
+    ]
     items += [dict(text=log, user_id="u1", timestamp=ago(3)) for _ in range(5)]
     mem.retain_many(items)
     real = mem.retain("Deployed the billing service to Kubernetes with 3 replicas", user_id="u1", timestamp=ago(5))

@@ -105,23 +105,43 @@ def test_results_depend_only_on_live_records(data, tmp_path) -> None:
     churned.delete(gone.astype(np.uint64))
     # New records take the freed slots; some live ones move to new vectors.
     new = np.arange(n, n + 2000)
-    churned.add(ids=new.astype(np.uint64), texts=["new"] * len(new), timestamps=data.timestamps[new],
-                namespaces=[data.namespaces[i] for i in new], vectors=data.vectors[new])
+    churned.add(
+        ids=new.astype(np.uint64),
+        texts=["new"] * len(new),
+        timestamps=data.timestamps[new],
+        namespaces=[data.namespaces[i] for i in new],
+        vectors=data.vectors[new],
+    )
     moved = np.setdiff1d(np.arange(n), gone)[:500]
-    churned.add(ids=moved.astype(np.uint64), texts=["moved"] * len(moved), timestamps=data.timestamps[moved],
-                namespaces=[data.namespaces[i] for i in moved], vectors=data.vectors[moved[::-1]], upsert=True)
+    churned.add(
+        ids=moved.astype(np.uint64),
+        texts=["moved"] * len(moved),
+        timestamps=data.timestamps[moved],
+        namespaces=[data.namespaces[i] for i in moved],
+        vectors=data.vectors[moved[::-1]],
+        upsert=True,
+    )
     # Text-only records inside the window must not take candidates' places.
     (lo, hi), _ = window(data, 0.3)
-    churned.add(ids=np.arange(100_000, 102_000, dtype=np.uint64), texts=["no vector"] * 2000,
-                timestamps=np.full(2000, (lo + hi) // 2, dtype=np.int64), namespaces=["agent/alice"] * 2000)
+    churned.add(
+        ids=np.arange(100_000, 102_000, dtype=np.uint64),
+        texts=["no vector"] * 2000,
+        timestamps=np.full(2000, (lo + hi) // 2, dtype=np.int64),
+        namespaces=["agent/alice"] * 2000,
+    )
 
     live = np.concatenate([np.setdiff1d(np.arange(n), gone), new])
     vectors = data.vectors.copy()
     vectors[moved] = data.vectors[moved[::-1]]
     fresh = trimem.HybridIndex(dim=DIM)
     order = rng.permutation(live)  # insertion order must not matter either
-    fresh.add(ids=order.astype(np.uint64), texts=["x"] * len(order), timestamps=data.timestamps[order],
-              namespaces=[data.namespaces[i] for i in order], vectors=vectors[order])
+    fresh.add(
+        ids=order.astype(np.uint64),
+        texts=["x"] * len(order),
+        timestamps=data.timestamps[order],
+        namespaces=[data.namespaces[i] for i in order],
+        vectors=vectors[order],
+    )
 
     store = trimem.Store(str(tmp_path / "s"), durability="buffered")
     store.checkpoint([("main", churned)], b"")

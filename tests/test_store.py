@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+
 from trimem.errors import (
     StoreCorruptedError,
     StoreError,
@@ -65,24 +66,27 @@ from trimem.memory import Memory
 from trimem.timeutil import to_micros
 
 CHILD = Path(__file__).with_name("_store_child.py")
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 FAULTS = ("disk_full", "short_write", "sync_fails")
 WAL_HEADER = 24
-
 
 
 @pytest.fixture(autouse=True)
 def _slow_only_on_request(request: pytest.FixtureRequest) -> None:
     """The `slow` variants run only when asked for (`-m slow`, or TRIMEM_SLOW=1), so the
     default run of this file stays well under a minute."""
-    if (request.node.get_closest_marker("slow") is not None and not request.config.getoption("markexpr")
-            and os.environ.get("TRIMEM_SLOW") != "1"):
+    if (
+        request.node.get_closest_marker("slow") is not None
+        and not request.config.getoption("markexpr")
+        and os.environ.get("TRIMEM_SLOW") != "1"
+    ):
         pytest.skip("slow variant: run with -m slow (or TRIMEM_SLOW=1)")
 
 
-posix_only = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32",
-                                reason="kill -9 tests need fork and POSIX signals")
+posix_only = pytest.mark.skipif(
+    not hasattr(os, "fork") or sys.platform == "win32", reason="kill -9 tests need fork and POSIX signals"
+)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -133,7 +137,7 @@ def wal_records(data: bytes) -> list[tuple[int, int]]:
         length, stored = struct.unpack_from("<II", data, pos)
         end = pos + 8 + length
         assert end <= len(data), f"record at {pos} runs past the end"
-        assert crc32c(data[pos + 8:end], crc32c(data[pos:pos + 4])) == stored, f"record CRC at {pos}"
+        assert crc32c(data[pos + 8 : end], crc32c(data[pos : pos + 4])) == stored, f"record CRC at {pos}"
         out.append((pos, end))
         pos = end
     return out
@@ -156,12 +160,14 @@ def observe(mem: Memory, users: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for u in users:
         facts = mem.facts.list(user_id=u)
-        out[u] = msgspec.to_builtins({
-            "episodes": mem.episodes(user_id=u),
-            "facts": facts,
-            "history": {f.key: mem.facts.history(f.key, user_id=u) for f in facts},
-            "knowledge": [r.doc for r in mem.knowledge.search("handbook policy notes", user_id=u, k=50)],
-        })
+        out[u] = msgspec.to_builtins(
+            {
+                "episodes": mem.episodes(user_id=u),
+                "facts": facts,
+                "history": {f.key: mem.facts.history(f.key, user_id=u) for f in facts},
+                "knowledge": [r.doc for r in mem.knowledge.search("handbook policy notes", user_id=u, k=50)],
+            }
+        )
     s = mem.stats()
     out["stats"] = {k: s[k] for k in ("episodes", "knowledge", "facts", "users")}
     return out
@@ -180,12 +186,20 @@ class Zygote:
 
     def __init__(self, workdir: Path) -> None:
         self.errlog = workdir / "zygote-stderr.txt"
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONDONTWRITEBYTECODE="1")
+        env = dict(
+            os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1"
+        )
         started = time.perf_counter()
         with open(self.errlog, "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, str(CHILD), "zygote"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, bufsize=0)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(CHILD), "zygote"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                cwd=workdir,
+                env=env,
+                bufsize=0,
+            )
         self._buf = b""
         assert self._readline(120) == "ready"
         self.startup = time.perf_counter() - started
@@ -336,7 +350,8 @@ def _check_after_kill(folder: Path, model: KillModel, events: list[dict[str, Any
         if extra:  # only the batch in flight may be there, and then all of it
             assert pending is not None and pending["op"] == "retain", f"iteration {it}: unknown episodes {extra}"
             assert sorted(t for _, t in extra.values()) == sorted(pending["texts"]), (
-                f"iteration {it}: in-flight batch {pending['texts']} came back as {extra}")
+                f"iteration {it}: in-flight batch {pending['texts']} came back as {extra}"
+            )
             assert {u for u, _ in extra.values()} == {pending["user"]}
             model.episodes.update(extra)
             model.stats["inflight_retain_present"] += 1
@@ -354,7 +369,7 @@ def _check_after_kill(folder: Path, model: KillModel, events: list[dict[str, Any
                     model.stats["inflight_fact_present"] += 1
                 model.facts[key] = f.value
             listed = {f.key for f in mem.facts.list(user_id=u)}
-            for (uu, k) in model.facts:
+            for uu, k in model.facts:
                 assert uu != u or k in listed, f"iteration {it}: fact {(uu, k)} lost"
 
 
@@ -366,8 +381,9 @@ def kill_loop(zygote: Zygote, work: Path, iterations: int, *, durability: str, s
     model = KillModel()
     for it in range(iterations):
         ack = acks / f"{it}.jsonl"
-        pid = zygote.spawn(folder=str(folder), ack=str(ack), seed=seed * 1_000_003 + it, tag=f"it{it}z",
-                           durability=durability)
+        pid = zygote.spawn(
+            folder=str(folder), ack=str(ack), seed=seed * 1_000_003 + it, tag=f"it{it}z", durability=durability
+        )
         if rng.random() < 0.2:
             time.sleep(rng.uniform(0, 0.03))  # may land while it opens (recovers) the store
         else:
@@ -393,8 +409,10 @@ def test_kill9_loop_fsync(zygote: Zygote, tmp_path: Path) -> None:
     """60 writers killed at random moments on one folder; all acknowledged writes survive."""
     started = time.perf_counter()
     model = kill_loop(zygote, tmp_path, 60, durability="fsync", seed=1)
-    print(f"\nkill -9 x60 (fsync): {time.perf_counter() - started:.1f} s, helper start "
-          f"{zygote.startup:.2f} s, {dict(model.stats)}")
+    print(
+        f"\nkill -9 x60 (fsync): {time.perf_counter() - started:.1f} s, helper start "
+        f"{zygote.startup:.2f} s, {dict(model.stats)}"
+    )
     assert model.stats["acked_episodes"] > 20, model.stats  # the writers did get to write
 
 
@@ -415,8 +433,14 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     n = 5
     with opened(folder) as mem:
-        eps = [mem.retain(f"torn tail test episode {i} about docker port {8000 + i}", user_id="u",
-                          timestamp=T0 + timedelta(minutes=i)) for i in range(n)]
+        eps = [
+            mem.retain(
+                f"torn tail test episode {i} about docker port {8000 + i}",
+                user_id="u",
+                timestamp=T0 + timedelta(minutes=i),
+            )
+            for i in range(n)
+        ]
     wal = only_file(folder, "wal-")
     data = wal.read_bytes()
     records = wal_records(data)
@@ -458,13 +482,15 @@ def test_damage_in_allocated_space_is_cut(tmp_path: Path) -> None:
     is a torn tail: cut on open, every acknowledged episode kept, the next append clean."""
     folder = tmp_path / "m"
     with opened(folder) as mem:
-        eps = [mem.retain(f"allocated space episode {i}", user_id="u", timestamp=T0 + timedelta(minutes=i))
-               for i in range(20)]
+        eps = [
+            mem.retain(f"allocated space episode {i}", user_id="u", timestamp=T0 + timedelta(minutes=i))
+            for i in range(20)
+        ]
         end = mem._store.log_bytes
     wal = only_file(folder, "wal-")
     data = bytearray(wal.read_bytes())
     assert len(data) > end + 100 and not any(data[end:]), "space after the last record is zero-filled"
-    data[end:end + 50] = bytes(range(1, 51))
+    data[end : end + 50] = bytes(range(1, 51))
     wal.write_bytes(bytes(data))
     with opened(folder) as mem:
         assert mem._store.recovery()["torn_bytes"] == len(data) - end
@@ -482,15 +508,22 @@ def _flip_fixture(folder: Path) -> dict[int, dict[str, Any]]:
     states: dict[int, dict[str, Any]] = {}
     with opened(folder) as mem:
         for i in range(8):
-            mem.retain(f"before the snapshot {i} deploy node 部署 {i}", user_id=users[i % 2],
-                       session_id=f"s{i % 3}", timestamp=T0 + timedelta(hours=i))
+            mem.retain(
+                f"before the snapshot {i} deploy node 部署 {i}",
+                user_id=users[i % 2],
+                session_id=f"s{i % 3}",
+                timestamp=T0 + timedelta(hours=i),
+            )
         mem.facts.set("city", "Lisbon", user_id="u1")
         mem.knowledge.add("handbook policy notes for everybody", source="handbook")
         mem.checkpoint()
         states[mem._store.log_bytes] = observe(mem, users)
         for i in range(4):
-            mem.retain(f"after the snapshot {i} postgres migration", user_id=users[i % 2],
-                       timestamp=T0 + timedelta(days=1, hours=i))
+            mem.retain(
+                f"after the snapshot {i} postgres migration",
+                user_id=users[i % 2],
+                timestamp=T0 + timedelta(days=1, hours=i),
+            )
             states[mem._store.log_bytes] = observe(mem, users)
         mem.facts.set("city", "Porto", user_id="u1")
         states[mem._store.log_bytes] = observe(mem, users)
@@ -591,8 +624,12 @@ def _fault_fixture(folder: Path, **kw: Any) -> tuple[Memory, dict[str, int]]:
     mem = Memory(folder, embedder="hashing", **kw)
     ids: dict[str, int] = {}
     for i in range(6):
-        e = mem.retain(f"fault fixture {i} handbook deploy", user_id=("u1", "u2")[i % 2],
-                       session_id="s1", timestamp=T0 + timedelta(hours=i))
+        e = mem.retain(
+            f"fault fixture {i} handbook deploy",
+            user_id=("u1", "u2")[i % 2],
+            session_id="s1",
+            timestamp=T0 + timedelta(hours=i),
+        )
         ids[f"e{i}"] = e.id
     mem.facts.set("city", "Lisbon", user_id="u1")
     mem.knowledge.add("handbook policy notes (private)", user_id="u1", source="private")
@@ -605,7 +642,8 @@ def _fault_fixture(folder: Path, **kw: Any) -> tuple[Memory, dict[str, int]]:
 FAULT_OPS = {
     "retain": lambda m, ids: m.retain("this write fails handbook", user_id="u1", timestamp=T0),
     "retain_many": lambda m, ids: m.retain_many(
-        [dict(text=f"failing batch {i} handbook", user_id="u2", timestamp=T0) for i in range(3)]),
+        [dict(text=f"failing batch {i} handbook", user_id="u2", timestamp=T0) for i in range(3)]
+    ),
     "facts_set": lambda m, ids: m.facts.set("city", "Faro", user_id="u1"),
     "facts_delete": lambda m, ids: m.facts.delete("city", user_id="u1"),
     "forget_ids": lambda m, ids: m.forget([ids["e0"]], user_id="u1"),
@@ -803,8 +841,9 @@ def test_auto_checkpoint_fault_after_a_logged_write(tmp_path: Path) -> None:
         mem.checkpoint_bytes = 1 << 30
         present = "third text here" in [e.text for e in mem.episodes(user_id="u")]
         if present == raised:  # what the call reported must be what happened
-            problems.append(f"retain {'raised' if raised else 'returned'} but its episode is "
-                            f"{'present' if present else 'absent'}")
+            problems.append(
+                f"retain {'raised' if raised else 'returned'} but its episode is {'present' if present else 'absent'}"
+            )
         try:
             mem.retain("fourth text", user_id="u", timestamp=T0)
         except Exception as e:
@@ -881,11 +920,18 @@ class StoreMachine(RuleBasedStateMachine):
         e = self.mem.retain(self._text(), user_id=user, session_id=session, timestamp=T0 + timedelta(minutes=minute))
         self._added(user, [e])
 
-    @rule(user=st.sampled_from(USERS), minutes=st.lists(st.integers(0, 100), min_size=1, max_size=4),
-          session=st.sampled_from([None, *SESSIONS]))
+    @rule(
+        user=st.sampled_from(USERS),
+        minutes=st.lists(st.integers(0, 100), min_size=1, max_size=4),
+        session=st.sampled_from([None, *SESSIONS]),
+    )
     def retain_many(self, user: str, minutes: list[int], session: str | None) -> None:
-        eps = self.mem.retain_many([dict(text=self._text(), user_id=user, session_id=session,
-                                         timestamp=T0 + timedelta(minutes=m)) for m in minutes])
+        eps = self.mem.retain_many(
+            [
+                dict(text=self._text(), user_id=user, session_id=session, timestamp=T0 + timedelta(minutes=m))
+                for m in minutes
+            ]
+        )
         self._added(user, eps)
 
     @precondition(lambda self: any(self.episodes.values()))
@@ -949,8 +995,11 @@ class StoreMachine(RuleBasedStateMachine):
         self.mem = Memory(self.folder, embedder="hashing")
         assert self.mem._store.recovery()["torn_bytes"] == 0
 
-    @rule(kind=st.sampled_from(FAULTS), what=st.sampled_from(["retain", "fact", "forget_all", "checkpoint"]),
-          user=st.sampled_from(USERS))
+    @rule(
+        kind=st.sampled_from(FAULTS),
+        what=st.sampled_from(["retain", "fact", "forget_all", "checkpoint"]),
+        user=st.sampled_from(USERS),
+    )
     def failing_write(self, kind: str, what: str, user: str) -> None:
         self.mem._store.inject_fault(kind)
         with pytest.raises(StoreIOError):
@@ -977,17 +1026,31 @@ class StoreMachine(RuleBasedStateMachine):
 
 def test_stateful_against_a_model(tmp_path: Path) -> None:
     StoreMachine.base = tmp_path
-    run_state_machine_as_test(StoreMachine, settings=settings(
-        max_examples=25, stateful_step_count=30, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow]))
+    run_state_machine_as_test(
+        StoreMachine,
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=30,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
 
 
 @pytest.mark.slow
 def test_stateful_against_a_model_long(tmp_path: Path) -> None:
     StoreMachine.base = tmp_path
-    run_state_machine_as_test(StoreMachine, settings=settings(
-        max_examples=300, stateful_step_count=60, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow]))
+    run_state_machine_as_test(
+        StoreMachine,
+        settings=settings(
+            max_examples=300,
+            stateful_step_count=60,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
 
 
 # ----------------------------------------------------------------------- 6. concurrency
@@ -1006,8 +1069,15 @@ def _concurrency(zygote: Zygote, work: Path, *, index_writes: bool) -> dict[str,
     the GIL forever: in this process it would hang the test run), watching its heartbeat.
     Then reopens the folder and compares the results with those the child saw live."""
     folder, out, stacks, beat = work / "m", work / "out.json", work / "stacks.txt", work / "beat"
-    pid = zygote.spawn(fn="concurrency", folder=str(folder), out=str(out), stacks=str(stacks),
-                       heartbeat=str(beat), index_writes=index_writes, seconds=1.5)
+    pid = zygote.spawn(
+        fn="concurrency",
+        folder=str(folder),
+        out=str(out),
+        stacks=str(stacks),
+        heartbeat=str(beat),
+        index_writes=index_writes,
+        seconds=1.5,
+    )
     last, changed = None, time.monotonic()
     while not _is_dead(pid):
         now = beat.read_text() if beat.exists() else None
@@ -1020,8 +1090,9 @@ def _concurrency(zygote: Zygote, work: Path, *, index_writes: bool) -> dict[str,
             time.sleep(0.5)
             os.kill(pid, signal.SIGKILL)
             zygote.wait(pid)
-            raise AssertionError(f"deadlock: no progress for 10 s (progress {last}); "
-                                 f"stacks:\n{stacks.read_text()[-6000:]}")
+            raise AssertionError(
+                f"deadlock: no progress for 10 s (progress {last}); stacks:\n{stacks.read_text()[-6000:]}"
+            )
         time.sleep(0.02)
     status = zygote.wait(pid)
     assert status == "exit 0", f"{status}\n{zygote.stderr()}"
@@ -1085,8 +1156,12 @@ def test_cross_tenant_canaries(tmp_path: Path) -> None:
             u = rng.choice(users)
             r = rng.random()
             if r < 0.35 or not ids[u]:
-                e = mem.retain(f"{' '.join(rng.sample(words, 4))} {canary[u]}", user_id=u,
-                               session_id=rng.choice(["a", "b"]), timestamp=T0 + timedelta(minutes=step))
+                e = mem.retain(
+                    f"{' '.join(rng.sample(words, 4))} {canary[u]}",
+                    user_id=u,
+                    session_id=rng.choice(["a", "b"]),
+                    timestamp=T0 + timedelta(minutes=step),
+                )
                 ids[u].append(e.id)
             elif r < 0.60:
                 victim = rng.choice(users)  # ask for another user's canary, too
@@ -1122,8 +1197,11 @@ def test_cross_tenant_canaries(tmp_path: Path) -> None:
             for v in users:
                 check(u, [h.episode.text for h in mem.search(canary[v], user_id=u, k=20)], "search")
                 check(u, _bundle_strings(mem.recall(f"secret {canary[v]}", user_id=u)), "recall")
-            check(u, [r.doc.text for r in mem.knowledge.search(f"private notes {canary[u]}", user_id=u, k=20)],
-                  "knowledge")
+            check(
+                u,
+                [r.doc.text for r in mem.knowledge.search(f"private notes {canary[u]}", user_id=u, k=20)],
+                "knowledge",
+            )
     finally:
         mem.close()
     assert stats["hits"] > 50 and stats["reopens"] > 0, stats
@@ -1144,26 +1222,47 @@ def test_purge_leaves_no_trace_of_forgotten_text(tmp_path: Path) -> None:
         "bob_fact_key": ["cnrybobkeyzeta07"],
         "bob_doc": ["cnrybobdoceta08", "知识金丝雀八号", "cnrybobtitletheta09"],
     }
-    kept = ["cnrykeepalice10", "保留金丝雀十号", "cnrykeepcarol11", "卡罗尔金丝雀十一", "cnrykeepcarolfact12",
-            "cnrykeepshared13"]
+    kept = [
+        "cnrykeepalice10",
+        "保留金丝雀十号",
+        "cnrykeepcarol11",
+        "卡罗尔金丝雀十一",
+        "cnrykeepcarolfact12",
+        "cnrykeepshared13",
+    ]
     with opened(folder) as mem:
-        keep = mem.retain(f"alice keeps this note {kept[0]} {kept[1]}", user_id="alice", session_id="keep",
-                          timestamp=T0 + day)
-        by_id = mem.retain(f"alice temporary password {forgotten['by_id'][0]} {forgotten['by_id'][1]}",
-                           user_id="alice", session_id="keep", timestamp=T0 + 2 * day)
+        keep = mem.retain(
+            f"alice keeps this note {kept[0]} {kept[1]}", user_id="alice", session_id="keep", timestamp=T0 + day
+        )
+        by_id = mem.retain(
+            f"alice temporary password {forgotten['by_id'][0]} {forgotten['by_id'][1]}",
+            user_id="alice",
+            session_id="keep",
+            timestamp=T0 + 2 * day,
+        )
         for i, c in enumerate(forgotten["by_session"]):
-            mem.retain(f"alice session secret {c}", user_id="alice", session_id="gone", timestamp=T0 + 3 * day + i * day)
+            mem.retain(
+                f"alice session secret {c}", user_id="alice", session_id="gone", timestamp=T0 + 3 * day + i * day
+            )
         for i, c in enumerate(forgotten["by_time"]):
             mem.retain(f"alice timed secret {c}", user_id="alice", timestamp=T0 + 10 * day + timedelta(hours=i))
         mem.checkpoint()  # some of it in a snapshot, some in the log
-        mem.retain(f"bob says I live in Berlin and my code is {' '.join(forgotten['bob_episode'])}", user_id="bob",
-                   session_id="b", timestamp=T0 + day)
+        mem.retain(
+            f"bob says I live in Berlin and my code is {' '.join(forgotten['bob_episode'])}",
+            user_id="bob",
+            session_id="b",
+            timestamp=T0 + day,
+        )
         mem.reflect(user_id="bob")  # a reflect cursor (and whatever facts it extracts)
         mem.facts.set("secret", f"old {forgotten['bob_fact'][2]}", user_id="bob")
         mem.facts.set("secret", f"{forgotten['bob_fact'][0]} {forgotten['bob_fact'][1]}", user_id="bob")
         mem.facts.set(forgotten["bob_fact_key"][0], "some value", user_id="bob")
-        mem.knowledge.add(f"bob private doc {forgotten['bob_doc'][0]} {forgotten['bob_doc'][1]}", user_id="bob",
-                          source="bobdoc", title=f"title {forgotten['bob_doc'][2]}")
+        mem.knowledge.add(
+            f"bob private doc {forgotten['bob_doc'][0]} {forgotten['bob_doc'][1]}",
+            user_id="bob",
+            source="bobdoc",
+            title=f"title {forgotten['bob_doc'][2]}",
+        )
         mem.retain(f"carol data {kept[2]} {kept[3]}", user_id="carol", timestamp=T0 + day)
         mem.facts.set("city", f"Lisbon {kept[4]}", user_id="carol")
         mem.knowledge.add(f"shared handbook {kept[5]}", source="handbook")
@@ -1183,7 +1282,8 @@ def test_purge_leaves_no_trace_of_forgotten_text(tmp_path: Path) -> None:
                     for form in {c, c.lower(), c.upper()}:
                         assert form.encode() not in blob, (
                             f"{when}: forgotten {group} canary {form!r} still in "
-                            f"{[n for n, d in files.items() if form.encode() in d]}")
+                            f"{[n for n, d in files.items() if form.encode() in d]}"
+                        )
             for c in kept:  # the scan does see stored text
                 assert c.encode() in blob, f"{when}: kept canary {c!r} not found: the scan is blind"
 

@@ -148,7 +148,9 @@ def test_concurrent_searches_during_writes(space) -> None:
         assert ns.ids.tolist() == nf.ids.tolist()
 
     # Vector recall of both graphs against brute force over the live set.
-    truth = np.argsort(-(qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)) @ space[live].T, axis=1, kind="stable")[:, :10]
+    truth = np.argsort(-(qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)) @ space[live].T, axis=1, kind="stable")[
+        :, :10
+    ]
     truth = live[truth]
     for index in (idx, fresh):
         found = [index.search(vector=q, mode="vector", k=10).ids.astype(np.int64) for q in qvecs]
@@ -163,8 +165,14 @@ def test_concurrent_searches_during_writes(space) -> None:
     for j, q in enumerate(queries):
         probes.append({"text": q, "vector": qvecs[j % len(qvecs)], "k": 15})
         probes.append({"vector": qvecs[j % len(qvecs)], "mode": "vector", "k": 10, "namespace": NAMESPACES[j % 3]})
-        probes.append({"vector": qvecs[j % len(qvecs)], "mode": "vector", "k": 10,
-                       "time_range": (ts_of(2500), ts_of(2500 + 10 * j + 10))})
+        probes.append(
+            {
+                "vector": qvecs[j % len(qvecs)],
+                "mode": "vector",
+                "k": 10,
+                "time_range": (ts_of(2500), ts_of(2500 + 10 * j + 10)),
+            }
+        )
     serial = [run(p) for p in probes]
     with ThreadPoolExecutor(max_workers=4) as pool:
         parallel = list(pool.map(run, probes * 3))

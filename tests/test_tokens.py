@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from trimem import tokens
 from trimem.tokens import (
     TokenCounter,
@@ -96,33 +97,33 @@ CODE = [
     "SELECT u.id, u.name, COUNT(o.id) AS orders\nFROM users u LEFT JOIN orders o ON o.user_id = u.id\nGROUP BY u.id HAVING COUNT(o.id) > 5;",
     "docker run -d --name web -p 8080:80 -v $(pwd)/html:/usr/share/nginx/html:ro nginx:1.27-alpine",
     "const { data, error } = await supabase.from('profiles').select('*').eq('id', userId).single();",
-    "#include <stdio.h>\nint main(void) {\n\tprintf(\"%d\\n\", 42);\n\treturn 0;\n}",
+    '#include <stdio.h>\nint main(void) {\n\tprintf("%d\\n", 42);\n\treturn 0;\n}',
     "git commit -m 'fix: handle ERR_CONNECTION_REFUSED in apiClient.fetchUser()' && git push origin main",
     "export DATABASE_URL=postgres://admin:s3cret@db.internal:5432/app?sslmode=require",
     "class LRUCache:\n    def __init__(self, capacity):\n        self.cap = capacity\n        self.od = OrderedDict()\n",
     "import numpy as np\nx = np.linspace(0, 2 * np.pi, 1000)\ny = np.sin(x) ** 2 + np.cos(x) ** 2",
-    "{\n  \"name\": \"trimem\",\n  \"version\": \"0.1.0\",\n  \"dependencies\": {\"numpy\": \">=1.24\"}\n}",
+    '{\n  "name": "trimem",\n  "version": "0.1.0",\n  "dependencies": {"numpy": ">=1.24"}\n}',
     "kubectl get pods -n production -o wide | grep -v Running | awk '{print $1}'",
-    "if err != nil {\n\treturn fmt.Errorf(\"open %s: %w\", path, err)\n}",
+    'if err != nil {\n\treturn fmt.Errorf("open %s: %w", path, err)\n}',
     "#" * 60 + "\n# Section: helpers\n" + "#" * 60,
     "    " * 4 + "return self._dispatch(request, *args, **kwargs)",
-    "public static void main(String[] args) { System.out.println(\"Hello, World!\"); }",
-    "<div class=\"card\"><h2>{{ title }}</h2><p>{{ body | safe }}</p></div>",
+    'public static void main(String[] args) { System.out.println("Hello, World!"); }',
+    '<div class="card"><h2>{{ title }}</h2><p>{{ body | safe }}</p></div>',
     "a = [1, 2, 3]; b = {k: v for k, v in zip('abc', a)}; print(b)",
     "CREATE INDEX CONCURRENTLY idx_orders_user_created ON orders (user_id, created_at DESC);",
 ]
 
 LOGS = [
     "2026-04-12T19:03:08.299362Z ERROR [worker-15] request 45305fd4-440a-9b9c-2037-599efcfb56e6 failed: ECONNREFUSED 10.0.3.7:5432",
-    'Traceback (most recent call last):\n  File "/app/server.py", line 88, in handle\n    user = users[uid]\nKeyError: \'user_42\'',
+    "Traceback (most recent call last):\n  File \"/app/server.py\", line 88, in handle\n    user = users[uid]\nKeyError: 'user_42'",
     "docker: Error response from daemon: driver failed programming external connectivity on endpoint web_1: Bind for 0.0.0.0:3306 failed: port is already allocated.",
     '127.0.0.1 - - [12/Sep/2026:10:22:31 +0000] "GET /api/v2/orders?page=3 HTTP/1.1" 502 157 "-" "curl/8.5.0"',
-    "E0915 12:41:07.118273   2214 kubelet.go:2425] \"Error syncing pod\" err=\"failed to \\\"StartContainer\\\" for \\\"api\\\" with CrashLoopBackOff\"",
+    'E0915 12:41:07.118273   2214 kubelet.go:2425] "Error syncing pod" err="failed to \\"StartContainer\\" for \\"api\\" with CrashLoopBackOff"',
     "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree\nnpm ERR! Found: react@18.3.1",
-    "java.lang.NullPointerException: Cannot invoke \"String.length()\" because \"s\" is null\n\tat com.example.App.main(App.java:14)",
+    'java.lang.NullPointerException: Cannot invoke "String.length()" because "s" is null\n\tat com.example.App.main(App.java:14)',
     "WARN  2026-09-30 23:59:59,999 [main] o.h.e.j.s.SqlExceptionHelper - SQL Error: 1062, SQLState: 23000",
     "panicked at 'index out of bounds: the len is 3 but the index is 7', src/main.rs:12:5",
-    "FATAL:  password authentication failed for user \"postgres\"",
+    'FATAL:  password authentication failed for user "postgres"',
     "sha256:3a612e80aee140f1bc1ab3e5cbbf45d96d6df88c2cf4e61501353895aabbc094  node_modules/.cache/fd7aa4f8.json",
     "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "Segmentation fault (core dumped)",

@@ -17,16 +17,16 @@ Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and r
 ['node.js', 'node', 'js', 'on', '8080']
 """
 
-from trimem._core import HybridIndex, Hits, Store, StoredRecord, build_profile, simd_kernel, tokenize
+from trimem._core import Hits, HybridIndex, Store, StoredRecord, build_profile, simd_kernel, tokenize
 from trimem.errors import (
     DimensionError,
     DTypeError,
     DuplicateIdError,
+    EmbedderMismatchError,
     InvalidArgumentError,
     InvalidNameError,
     InvalidTimeRangeError,
     InvalidVectorError,
-    EmbedderMismatchError,
     StoreCorruptedError,
     StoreError,
     StoreIOError,
@@ -36,7 +36,6 @@ from trimem.errors import (
     TrimemError,
     UnknownIdError,
 )
-
 from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
 
 __version__ = "0.1.0"
@@ -51,24 +50,24 @@ def __getattr__(name: str) -> object:
         return Memory
     raise AttributeError(f"module 'trimem' has no attribute {name!r}")
 
+
 __all__ = [
+    "DTypeError",
+    "DimensionError",
+    "DuplicateIdError",
+    "EmbedderMismatchError",
     "Episode",
     "Fact",
     "FactChange",
     "FactVersion",
-    "KnowledgeDoc",
-    "Memory",
-    "ToolCall",
-    "DTypeError",
-    "DimensionError",
-    "DuplicateIdError",
     "Hits",
     "HybridIndex",
     "InvalidArgumentError",
     "InvalidNameError",
     "InvalidTimeRangeError",
     "InvalidVectorError",
-    "EmbedderMismatchError",
+    "KnowledgeDoc",
+    "Memory",
     "Store",
     "StoreCorruptedError",
     "StoreError",
@@ -77,6 +76,7 @@ __all__ = [
     "StoreVersionError",
     "StoredRecord",
     "TextTooLongError",
+    "ToolCall",
     "TrimemError",
     "UnknownIdError",
     "build_profile",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -62,8 +62,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "bench",
-        help="same-run speed/recall comparison of trimem with hnswlib, bm25s, tantivy, ...; "
-             "CI performance gate",
+        help="same-run speed/recall comparison of trimem with hnswlib, bm25s, tantivy, ...; CI performance gate",
         description=(
             "Build trimem and its peers once on one seeded dataset, time single queries (one "
             "per call from Python) over interleaved rounds so machine noise hits every system "
@@ -82,43 +81,62 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "--quick", action="store_true",
-        help=(f"small preset (n={QUICK['n']}, dim={QUICK['dim']}, {QUICK['queries']} queries, "
-              f"{QUICK['repeats']} repeats; about a minute); explicit options still win"),
+        "--quick",
+        action="store_true",
+        help=(
+            f"small preset (n={QUICK['n']}, dim={QUICK['dim']}, {QUICK['queries']} queries, "
+            f"{QUICK['repeats']} repeats; about a minute); explicit options still win"
+        ),
     )
-    p.add_argument("--n", type=_positive_int, metavar="N",
-                   help=f"number of records (default {FULL['n']})")
-    p.add_argument("--scale", type=_int_list, metavar="N1,N2,...",
-                   help="run the whole comparison at each of these record counts (e.g. "
-                        "10000,100000,1000000); every row of the JSON report carries its n")
-    p.add_argument("--dim", type=_positive_int, metavar="D",
-                   help=f"vector dimension (default {FULL['dim']})")
-    p.add_argument("--queries", type=_positive_int, metavar="Q",
-                   help=f"number of queries (default {FULL['queries']})")
-    p.add_argument("--repeats", type=_positive_int, metavar="R",
-                   help=f"interleaved timing rounds (default {FULL['repeats']}; with "
-                        "--gate-calibrate: rounds per gate measurement)")
-    p.add_argument("--systems", metavar="LIST",
-                   help="comma-separated systems or groups to run (default: all)")
-    p.add_argument("--window", type=_fraction, default=None, metavar="F",
-                   help="share of records inside each query's time window, e.g. 0.1 or 10%% "
-                        "(default 0.1)")
+    p.add_argument("--n", type=_positive_int, metavar="N", help=f"number of records (default {FULL['n']})")
+    p.add_argument(
+        "--scale",
+        type=_int_list,
+        metavar="N1,N2,...",
+        help="run the whole comparison at each of these record counts (e.g. "
+        "10000,100000,1000000); every row of the JSON report carries its n",
+    )
+    p.add_argument("--dim", type=_positive_int, metavar="D", help=f"vector dimension (default {FULL['dim']})")
+    p.add_argument("--queries", type=_positive_int, metavar="Q", help=f"number of queries (default {FULL['queries']})")
+    p.add_argument(
+        "--repeats",
+        type=_positive_int,
+        metavar="R",
+        help=f"interleaved timing rounds (default {FULL['repeats']}; with "
+        "--gate-calibrate: rounds per gate measurement)",
+    )
+    p.add_argument("--systems", metavar="LIST", help="comma-separated systems or groups to run (default: all)")
+    p.add_argument(
+        "--window",
+        type=_fraction,
+        default=None,
+        metavar="F",
+        help="share of records inside each query's time window, e.g. 0.1 or 10%% (default 0.1)",
+    )
     p.add_argument("--seed", type=int, default=None, help="dataset seed (default 0)")
-    p.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered",
-                   help="record and query vectors: seeded clustered ones (default), or MiniLM "
-                        "embeddings of the texts and queries (384-d, needs the minilm extra; "
-                        "cached on disk, the first 100k take ~10 min)")
-    p.add_argument("--threads", type=int, default=0, metavar="T",
-                   help="build threads for the indexes (default 0 = all cores)")
+    p.add_argument(
+        "--vectors",
+        choices=("clustered", "minilm"),
+        default="clustered",
+        help="record and query vectors: seeded clustered ones (default), or MiniLM "
+        "embeddings of the texts and queries (384-d, needs the minilm extra; "
+        "cached on disk, the first 100k take ~10 min)",
+    )
+    p.add_argument(
+        "--threads", type=int, default=0, metavar="T", help="build threads for the indexes (default 0 = all cores)"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the full report as JSON to PATH")
-    p.add_argument("--plot", metavar="PATH",
-                   help="also draw latency vs N and recall vs latency as a PNG (needs "
-                        "matplotlib)")
-    p.add_argument("--from-json", metavar="PATH",
-                   help="do not measure: print (and with --plot, draw) a saved --json report")
-    p.add_argument("--allow-debug", action="store_true",
-                   help="time a debug build of the engine anyway (numbers are meaningless; "
-                        "never honoured by --gate)")
+    p.add_argument(
+        "--plot", metavar="PATH", help="also draw latency vs N and recall vs latency as a PNG (needs matplotlib)"
+    )
+    p.add_argument(
+        "--from-json", metavar="PATH", help="do not measure: print (and with --plot, draw) a saved --json report"
+    )
+    p.add_argument(
+        "--allow-debug",
+        action="store_true",
+        help="time a debug build of the engine anyway (numbers are meaningless; never honoured by --gate)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress output on stderr")
     g = p.add_argument_group(
         "CI performance gate",
@@ -128,15 +146,27 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         "0 pass, 1 a ratio over its threshold, 2 cannot run (debug build, missing peer, bad "
         f"file). ${SLOWDOWN_ENV}=X slows every trimem query X times (to see the gate fail).",
     )
-    g.add_argument("--gate", nargs="?", const=DEFAULT_THRESHOLDS, metavar="THRESHOLDS.json",
-                   help=f"run the gate against THRESHOLDS.json (default {DEFAULT_THRESHOLDS}); "
-                        "--json PATH saves the measurements")
-    g.add_argument("--gate-calibrate", metavar="THRESHOLDS.json",
-                   help="measure the gate's ratios on this (quiet) machine and write "
-                        "thresholds = 1.5 x the median quiet ratio to THRESHOLDS.json; "
-                        "--n/--dim/--queries/--repeats/--seed/--window override its defaults")
-    g.add_argument("--gate-runs", type=_positive_int, default=3, metavar="R",
-                   help="calibration runs, each with a fresh build (default 3)")
+    g.add_argument(
+        "--gate",
+        nargs="?",
+        const=DEFAULT_THRESHOLDS,
+        metavar="THRESHOLDS.json",
+        help=f"run the gate against THRESHOLDS.json (default {DEFAULT_THRESHOLDS}); --json PATH saves the measurements",
+    )
+    g.add_argument(
+        "--gate-calibrate",
+        metavar="THRESHOLDS.json",
+        help="measure the gate's ratios on this (quiet) machine and write "
+        "thresholds = 1.5 x the median quiet ratio to THRESHOLDS.json; "
+        "--n/--dim/--queries/--repeats/--seed/--window override its defaults",
+    )
+    g.add_argument(
+        "--gate-runs",
+        type=_positive_int,
+        default=3,
+        metavar="R",
+        help="calibration runs, each with a fresh build (default 3)",
+    )
     p.set_defaults(func=_run_bench)
 
 
@@ -146,32 +176,73 @@ def _run_gate_cli(args: argparse.Namespace) -> int:
     from trimem.bench import gate
 
     if args.gate is not None:
-        extra = [f"--{o.replace('_', '-')}" for o in ("n", "scale", "dim", "queries", "repeats",
-                                                     "systems", "window", "seed", "plot",
-                                                     "from_json", "gate_calibrate")
-                 if getattr(args, o) is not None] + (["--quick"] if args.quick else []) + (
-                     ["--vectors"] if args.vectors != "clustered" else [])
+        extra = (
+            [
+                f"--{o.replace('_', '-')}"
+                for o in (
+                    "n",
+                    "scale",
+                    "dim",
+                    "queries",
+                    "repeats",
+                    "systems",
+                    "window",
+                    "seed",
+                    "plot",
+                    "from_json",
+                    "gate_calibrate",
+                )
+                if getattr(args, o) is not None
+            ]
+            + (["--quick"] if args.quick else [])
+            + (["--vectors"] if args.vectors != "clustered" else [])
+        )
         if extra:
-            print(f"trimem bench --gate: {', '.join(extra)} cannot be combined with --gate "
-                  "(sizes and ratios come from the thresholds file)", file=sys.stderr)
+            print(
+                f"trimem bench --gate: {', '.join(extra)} cannot be combined with --gate "
+                "(sizes and ratios come from the thresholds file)",
+                file=sys.stderr,
+            )
             return 2
-        return gate.run_gate(args.gate, show_progress=not args.no_progress,
-                             json_path=args.json)
+        return gate.run_gate(args.gate, show_progress=not args.no_progress, json_path=args.json)
     cfg = gate.GateConfig()
-    overrides = {"n": args.n, "dim": args.dim, "queries": args.queries, "rounds": args.repeats,
-                 "seed": args.seed, "window": args.window}
-    cfg = gate.GateConfig(**{**cfg.__dict__,
-                             **{k: v for k, v in overrides.items() if v is not None}})
-    command = ["python", "-m", "trimem", "bench", "--gate-calibrate", args.gate_calibrate,
-               "--gate-runs", str(args.gate_runs)]
-    for opt, value in (("--n", args.n), ("--dim", args.dim), ("--queries", args.queries),
-                       ("--repeats", args.repeats), ("--seed", args.seed),
-                       ("--window", args.window)):
+    overrides = {
+        "n": args.n,
+        "dim": args.dim,
+        "queries": args.queries,
+        "rounds": args.repeats,
+        "seed": args.seed,
+        "window": args.window,
+    }
+    cfg = gate.GateConfig(**{**cfg.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+    command = [
+        "python",
+        "-m",
+        "trimem",
+        "bench",
+        "--gate-calibrate",
+        args.gate_calibrate,
+        "--gate-runs",
+        str(args.gate_runs),
+    ]
+    for opt, value in (
+        ("--n", args.n),
+        ("--dim", args.dim),
+        ("--queries", args.queries),
+        ("--repeats", args.repeats),
+        ("--seed", args.seed),
+        ("--window", args.window),
+    ):
         if value is not None:
             command += [opt, str(value)]
     try:
-        gate.calibrate(args.gate_calibrate, runs=args.gate_runs, config=cfg,
-                       command=shlex.join(command), show_progress=not args.no_progress)
+        gate.calibrate(
+            args.gate_calibrate,
+            runs=args.gate_runs,
+            config=cfg,
+            command=shlex.join(command),
+            show_progress=not args.no_progress,
+        )
     except (gate.GateError, ValueError, RuntimeError) as exc:
         print(f"trimem bench --gate-calibrate: {exc}", file=sys.stderr)
         return 2

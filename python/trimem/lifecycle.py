@@ -39,7 +39,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     # Ranking: fused relevance + decay_weight · 0.5^(age / half-life) + importance_weight · importance.
     half_life_days: dict[str, float] = msgspec.field(
-        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0})
+        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0}
+    )
     decay_weight: float = 0.0005
     importance_weight: float = 0.001
     # Reinforcement: effective importance = base + min(reinforce_cap, reinforce_step · uses), ≤ 1.
@@ -47,7 +48,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     reinforce_cap: float = 0.5
     # Retention: a layer keeps an item retention · (1 + life_boost · importance) after its last use.
     retention_days: dict[str, float] = msgspec.field(
-        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0})
+        default_factory=lambda: {"working": 1.0, "episodic": 30.0, "semantic": 365.0}
+    )
     life_boost: float = 2.0
     # Consolidation: working items at or above this importance become episodes.
     consolidate_importance: float = 0.7
@@ -102,9 +104,14 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
 
     def search_terms(self, layer: str, now: int) -> dict[str, Any]:
         """The keyword arguments of `HybridIndex.search` that apply this policy."""
-        return dict(half_life=self.half_life_us(layer), now=now, decay_weight=self.decay_weight,
-                    importance_weight=self.importance_weight, reinforce_step=self.reinforce_step,
-                    reinforce_cap=self.reinforce_cap)
+        return dict(
+            half_life=self.half_life_us(layer),
+            now=now,
+            decay_weight=self.decay_weight,
+            importance_weight=self.importance_weight,
+            reinforce_step=self.reinforce_step,
+            reinforce_cap=self.reinforce_cap,
+        )
 
     def expired(self, columns: dict[str, np.ndarray], layer: str, now: int) -> np.ndarray:
         """Ids (from `HybridIndex.columns`) whose lifetime ran out by `now`: age counts from
@@ -114,15 +121,23 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
         return columns["ids"][(now - since) > lifetime]
 
 
-def explain(*, score: float, decay: float, importance: float, accesses: int, mentions: int,
-            policy: Policy) -> dict[str, Any]:
+def explain(
+    *, score: float, decay: float, importance: float, accesses: int, mentions: int, policy: Policy
+) -> dict[str, Any]:
     """Each term of a hit's score: fused relevance, the decay term and the importance term."""
     decay_term = policy.decay_weight * decay
     importance_term = policy.importance_weight * importance
     r = lambda x: round(float(x), 6)  # noqa: E731
-    return {"score": r(score), "relevance": r(score - decay_term - importance_term), "decay": r(decay),
-            "decay_term": r(decay_term), "importance": r(importance), "importance_term": r(importance_term),
-            "accesses": int(accesses), "mentions": int(mentions)}
+    return {
+        "score": r(score),
+        "relevance": r(score - decay_term - importance_term),
+        "decay": r(decay),
+        "decay_term": r(decay_term),
+        "importance": r(importance),
+        "importance_term": r(importance_term),
+        "accesses": int(accesses),
+        "mentions": int(mentions),
+    }
 
 
 def _positive(v: object) -> bool:
@@ -164,8 +179,18 @@ def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, ev
     with _collector_paused():
         keep = [t for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
         shared = mem._episode_fields(".", user_id=user_id, agent_id=agent_id, session_id=session_id) if keep else {}
-        drafts = [{**shared, "text": t.text, "role": str(t.role), "timestamp": int(t.timestamp),
-                   "importance": min(1.0, float(t.importance)), "keywords": [], "metadata": {}} for t in keep]
+        drafts = [
+            {
+                **shared,
+                "text": t.text,
+                "role": str(t.role),
+                "timestamp": int(t.timestamp),
+                "importance": min(1.0, float(t.importance)),
+                "keywords": [],
+                "metadata": {},
+            }
+            for t in keep
+        ]
         kept = mem._retain_drafts(drafts, None)
     return Consolidation(session_id=session_id, kept=kept, expired=len(items) - len(kept))
 
@@ -182,13 +207,18 @@ def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str)
     private = None if user_id is None else knowledge_namespace(agent_id, user_id)
     knowledge_ids = policy.expired(mem._knowledge_index.columns(namespace=private), "semantic", now).tolist()
     fact_life = policy.lifetime_days("semantic", importance=0.5) * DAY_US
-    facts = sorted(fk for fk, f in mem.facts._current.items()
-                   if (user_id is None or fk[:2] == (agent_id, user_id)) and fk not in mem.facts._pinned
-                   and now - f.updated_at > fact_life)
+    facts = sorted(
+        fk
+        for fk, f in mem.facts._current.items()
+        if (user_id is None or fk[:2] == (agent_id, user_id))
+        and fk not in mem.facts._pinned
+        and now - f.updated_at > fact_life
+    )
     if episode_ids or knowledge_ids or facts:
         mem._commit(OpForget(episode_ids=sorted(episode_ids), knowledge_ids=sorted(knowledge_ids), facts=facts))
     turns = 0
     for wm in list(mem._working.values()):
-        turns += wm.expire_older(lambda t: now - t.timestamp > policy.lifetime_days(
-            "working", importance=t.importance) * DAY_US)
+        turns += wm.expire_older(
+            lambda t: now - t.timestamp > policy.lifetime_days("working", importance=t.importance) * DAY_US
+        )
     return {"episodes": len(episode_ids), "knowledge": len(knowledge_ids), "facts": len(facts), "working": turns}

@@ -26,14 +26,16 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import timezone, tzinfo
+from datetime import UTC, tzinfo
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
-from trimem._core import HybridIndex, Hits, Store, tokenize
+from trimem import lifecycle, transfer
+from trimem._core import Hits, HybridIndex, Store, tokenize
 from trimem.errors import EmbedderMismatchError, InvalidArgumentError, StoreError, UnknownIdError
+from trimem.lifecycle import Consolidation, Policy, explain
 from trimem.ops import (
     MemoryState,
     Op,
@@ -52,15 +54,13 @@ from trimem.ops import (
     encode_op,
     encode_state,
 )
-from trimem import lifecycle, transfer
-from trimem.lifecycle import Consolidation, Policy, explain
 from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptualMemory
 from trimem.recall import RecallBundle
 from trimem.records import (
     Episode,
-    Placement,
     FactChange,
     KnowledgeDoc,
+    Placement,
     RecalledEpisode,
     RecalledKnowledge,
     Scored,
@@ -114,7 +114,7 @@ class Memory:
         durability: str = "fsync",
         rewriter: Rewriter | None = None,
         extractor: Extractor | None = None,
-        tz: tzinfo = timezone.utc,
+        tz: tzinfo = UTC,
         working_capacity: int = 30,
         working_ttl: float | None = 24 * 3600.0,
         min_bm25_share: float = 0.3,
@@ -233,14 +233,18 @@ class Memory:
 
     def _state(self) -> MemoryState:
         return MemoryState(
-            meta=self._meta(), last_id=self._last_id,
+            meta=self._meta(),
+            last_id=self._last_id,
             cursors=[(a, u, i) for (a, u), i in self._cursors.items()],
             user_last=[(a, u, i) for (a, u), i in self._user_last.items()],
-            facts=self.facts._state(), knowledge_sources=self.knowledge._state(),
+            facts=self.facts._state(),
+            knowledge_sources=self.knowledge._state(),
             working=list(self._saved_working.values()),
             perceptual=None if self._perceptual is None else self._perceptual.state(),
-            graph=None if self._graph is None else self._graph.encode(), graph_cursor=self._graph_cursor,
-            graph_facts=[(a, u, k, v) for (a, u, k), v in self._graph_facts.items()])
+            graph=None if self._graph is None else self._graph.encode(),
+            graph_cursor=self._graph_cursor,
+            graph_facts=[(a, u, k, v) for (a, u, k), v in self._graph_facts.items()],
+        )
 
     def checkpoint(self) -> None:
         """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
@@ -248,8 +252,10 @@ class Memory:
         with self._lock:
             if self._store is not None:
                 extra = [] if self._perceptual is None else self._perceptual.indexes()
-                self._store.checkpoint([(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index), *extra],
-                                       encode_state(self._state()))
+                self._store.checkpoint(
+                    [(EPISODES, self._episode_index), (KNOWLEDGE, self._knowledge_index), *extra],
+                    encode_state(self._state()),
+                )
                 self._touched = ([], [], [])  # the snapshot holds the counts
 
     def purge(self) -> None:
@@ -367,15 +373,17 @@ class Memory:
             self._touched[1].extend(touch.knowledge_ids)
             self._touched[2].extend(touch.episode_mentions)
 
-    def _touch(self, episode_ids: list[int], knowledge_ids: list[int], at: int,
-               episode_mentions: list[int] | None = None) -> None:
+    def _touch(
+        self, episode_ids: list[int], knowledge_ids: list[int], at: int, episode_mentions: list[int] | None = None
+    ) -> None:
         """Counts one use of each recalled item (and one mention of each of `episode_mentions`):
         in the engine now, in the log with the next write (or once `policy.touch_flush` are
         pending). A crash can lose the counts of the last few recalls, never a write."""
         mentioned = episode_mentions or []
         with self._lock:
-            self._apply_touch(OpTouch(episode_ids=episode_ids, knowledge_ids=knowledge_ids, at=at,
-                                      episode_mentions=mentioned))
+            self._apply_touch(
+                OpTouch(episode_ids=episode_ids, knowledge_ids=knowledge_ids, at=at, episode_mentions=mentioned)
+            )
             if self._store is None:
                 return
             self._touched[0].extend(episode_ids)
@@ -460,7 +468,7 @@ class Memory:
         for (a, u, key), fact in self.facts._current.items():
             if self._graph_facts.get((a, u, key)) != fact.value:
                 g.add_fact(key, fact.value, scope=f"{a}/{u}", timestamp=fact.updated_at)
-        for (a, u, key) in set(self._graph_facts) - set(current):
+        for a, u, key in set(self._graph_facts) - set(current):
             g.remove_fact(key, scope=f"{a}/{u}")
         self._graph_facts = current
 
@@ -497,9 +505,7 @@ class Memory:
         if not text or text.isspace():
             raise InvalidArgumentError("text is empty; there is nothing to remember")
         if len(text) > MAX_TEXT_CHARS:
-            raise InvalidArgumentError(
-                f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}; split it"
-            )
+            raise InvalidArgumentError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}; split it")
         return text
 
     def _embed(self, texts: list[str]) -> np.ndarray | None:
@@ -537,11 +543,21 @@ class Memory:
             parts.append(e.tool.result[:2000])
         return "\n".join(parts)
 
-    def _episode_fields(self, text: str, *, user_id: str, agent_id: str = "default",
-                        session_id: str | None = None, role: str = "user", topic: str | None = None,
-                        keywords: Sequence[str] = (), timestamp: TimeLike | None = None,
-                        importance: float = 0.5, metadata: Mapping[str, Any] | None = None,
-                        tool: ToolCall | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def _episode_fields(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        role: str = "user",
+        topic: str | None = None,
+        keywords: Sequence[str] = (),
+        timestamp: TimeLike | None = None,
+        importance: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+        tool: ToolCall | Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Validates one item and returns the fields of its Episode (all but the id)."""
         check_id("agent_id", agent_id)
         check_id("user_id", user_id)
@@ -554,24 +570,56 @@ class Memory:
         if tool is not None and not isinstance(tool, ToolCall):
             if not isinstance(tool, Mapping) or "name" not in tool:
                 raise InvalidArgumentError("tool must be a mapping with 'name' (and optional 'args', 'result')")
-            tool = ToolCall(name=str(tool["name"]), args=dict(tool.get("args") or {}),
-                            result=str(tool.get("result") or ""))
+            tool = ToolCall(
+                name=str(tool["name"]), args=dict(tool.get("args") or {}), result=str(tool.get("result") or "")
+            )
         return dict(
-            agent_id=agent_id, user_id=user_id, text=self._check_text(text),
-            timestamp=now_micros(timestamp), session_id=session_id, role=str(role), topic=topic,
-            keywords=[str(k) for k in keywords] if keywords else [], importance=float(importance),
-            metadata=dict(metadata) if metadata else {}, tool=tool,
+            agent_id=agent_id,
+            user_id=user_id,
+            text=self._check_text(text),
+            timestamp=now_micros(timestamp),
+            session_id=session_id,
+            role=str(role),
+            topic=topic,
+            keywords=[str(k) for k in keywords] if keywords else [],
+            importance=float(importance),
+            metadata=dict(metadata) if metadata else {},
+            tool=tool,
         )
 
-    def retain(self, text: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
-               role: str = "user", topic: str | None = None, keywords: Sequence[str] = (),
-               timestamp: TimeLike | None = None, importance: float = 0.5,
-               metadata: Mapping[str, Any] | None = None,
-               tool: ToolCall | Mapping[str, Any] | None = None) -> Episode:
+    def retain(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        role: str = "user",
+        topic: str | None = None,
+        keywords: Sequence[str] = (),
+        timestamp: TimeLike | None = None,
+        importance: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+        tool: ToolCall | Mapping[str, Any] | None = None,
+    ) -> Episode:
         """Appends one event to episodic memory; visible to the next recall at once."""
-        return self.retain_many([dict(text=text, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                      role=role, topic=topic, keywords=keywords, timestamp=timestamp,
-                                      importance=importance, metadata=metadata, tool=tool)])[0]
+        return self.retain_many(
+            [
+                dict(
+                    text=text,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    session_id=session_id,
+                    role=role,
+                    topic=topic,
+                    keywords=keywords,
+                    timestamp=timestamp,
+                    importance=importance,
+                    metadata=metadata,
+                    tool=tool,
+                )
+            ]
+        )[0]
 
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (one log write, one fsync). `vectors` skips the
@@ -606,23 +654,38 @@ class Memory:
             p = self.policy
             dedup = (p.dedup_min_jaccard, p.dedup_min_cosine) if p.dedup else None
             ops: list[Op] = [
-                OpRetain(episodes=episodes[at:at + MAX_BATCH],
-                         vectors=None if vectors is None else vectors[at:at + MAX_BATCH].tobytes(), dedup=dedup)
-                for at in range(0, len(episodes), MAX_BATCH)]
+                OpRetain(
+                    episodes=episodes[at : at + MAX_BATCH],
+                    vectors=None if vectors is None else vectors[at : at + MAX_BATCH].tobytes(),
+                    dedup=dedup,
+                )
+                for at in range(0, len(episodes), MAX_BATCH)
+            ]
             try:
                 dups = self._commit_many(ops)
             except BaseException:
                 self._last_id -= len(episodes)
                 raise
         if dups:
-            found = {r.id: episode_from_record(r) for r in self._episode_index.get_many(sorted(set(dups.values())))
-                     if r is not None}
+            found = {
+                r.id: episode_from_record(r)
+                for r in self._episode_index.get_many(sorted(set(dups.values())))
+                if r is not None
+            }
             episodes = [found.get(dups[e.id], e) if e.id in dups else e for e in episodes]
         return episodes
 
-    def add(self, content: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
-            timestamp: TimeLike | None = None, classifier: Any = None,
-            context: Mapping[str, Any] | None = None) -> Placement:
+    def add(
+        self,
+        content: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        timestamp: TimeLike | None = None,
+        classifier: Any = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> Placement:
         """Puts `content` in the layer it belongs to and says where and why: conceptual
         knowledge → semantic (a fact when key-value shaped, else a knowledge document private
         to the user), a dated experience → episodic, transient state → working (needs
@@ -642,17 +705,32 @@ class Memory:
         if r.layer == "semantic" and r.kind == "fact" and r.key and r.value:
             item = self.facts.set(r.key, r.value, user_id=user_id, agent_id=agent_id, at=timestamp)
         elif r.layer == "semantic":
-            item = self.knowledge.add(content, agent_id=agent_id, user_id=user_id, timestamp=timestamp,
-                                      metadata={"importance": r.importance})
+            item = self.knowledge.add(
+                content, agent_id=agent_id, user_id=user_id, timestamp=timestamp, metadata={"importance": r.importance}
+            )
         elif r.layer == "working" and session_id is not None:
-            item = self.add_turn(session_id, "user", content, user_id=user_id, agent_id=agent_id,
-                                 importance=r.importance, timestamp=timestamp)
+            item = self.add_turn(
+                session_id,
+                "user",
+                content,
+                user_id=user_id,
+                agent_id=agent_id,
+                importance=r.importance,
+                timestamp=timestamp,
+            )
         else:
             if r.layer == "working":
-                r = msgspec.structs.replace(r, layer="episodic", kind="episode",
-                                            reason=r.reason + "; no session to hold it, kept as an episode")
-            item = self.retain(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                               timestamp=timestamp, importance=r.importance)
+                r = msgspec.structs.replace(
+                    r, layer="episodic", kind="episode", reason=r.reason + "; no session to hold it, kept as an episode"
+                )
+            item = self.retain(
+                content,
+                user_id=user_id,
+                agent_id=agent_id,
+                session_id=session_id,
+                timestamp=timestamp,
+                importance=r.importance,
+            )
         return Placement(layer=r.layer, kind=r.kind, importance=r.importance, reason=r.reason, item=item)
 
     def _apply_retain(self, op: OpRetain, *, reinforce: bool = True) -> dict[int, int]:
@@ -688,16 +766,28 @@ class Memory:
             raise UnknownIdError(f"no episode with id {episode_id}")
         return episode_from_record(rec)
 
-    def _episode_ids(self, agent_id: str, user_id: str, *, session_id: str | None = None,
-                     time_range: tuple[TimeLike, TimeLike] | None = None) -> list[int]:
+    def _episode_ids(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+    ) -> list[int]:
         tr = to_micros_range(time_range)
         if session_id is not None:
             check_id("session_id", session_id)
         ids = self._episode_index.ids(namespace=episode_namespace(agent_id, user_id), session=session_id, time_range=tr)
         return ids.tolist()
 
-    def episodes(self, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
-                 time_range: tuple[TimeLike, TimeLike] | None = None) -> list[Episode]:
+    def episodes(
+        self,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+    ) -> list[Episode]:
         """A user's episodes (optionally one session's, or those in `[start, end)`), oldest first."""
         ids = self._episode_ids(agent_id, user_id, session_id=session_id, time_range=time_range)
         eps = [episode_from_record(r) for r in self._episode_index.get_many(ids) if r is not None]
@@ -705,9 +795,16 @@ class Memory:
 
     # -- forget -----------------------------------------------------------------------------------
 
-    def forget(self, episode_ids: Iterable[int] = (), *, user_id: str, agent_id: str = "default",
-               session_id: str | None = None, time_range: tuple[TimeLike, TimeLike] | None = None,
-               everything: bool = False) -> int:
+    def forget(
+        self,
+        episode_ids: Iterable[int] = (),
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+        everything: bool = False,
+    ) -> int:
         """Deletes some of a user's episodes — by id, by session, by time range `[start, end)`
         (session and range together select their intersection) — or, with `everything=True`,
         all of the user's episodes, facts with their history, private knowledge and reflect
@@ -728,7 +825,8 @@ class Memory:
             ids += self._episode_ids(agent_id, user_id, session_id=session_id, time_range=time_range)
         elif not ids:
             raise InvalidArgumentError(
-                "forget needs episode ids, session_id, time_range or everything=True (nothing was deleted)")
+                "forget needs episode ids, session_id, time_range or everything=True (nothing was deleted)"
+            )
         ids = sorted(set(ids))
         knowledge = self.knowledge._private_ids(agent_id, user_id) if everything else []
         ops: list[Op] = []
@@ -737,7 +835,9 @@ class Memory:
             if percepts is not None:
                 ops.append(percepts)
         if ids or everything:
-            ops.append(OpForget(episode_ids=ids, knowledge_ids=knowledge, users=[(agent_id, user_id)] if everything else []))
+            ops.append(
+                OpForget(episode_ids=ids, knowledge_ids=knowledge, users=[(agent_id, user_id)] if everything else [])
+            )
             self._commit_many(ops)
         return len(ids)
 
@@ -769,7 +869,8 @@ class Memory:
         wm = self._working.get(session_id)
         if wm is None:
             wm = self._working[session_id] = WorkingMemory(
-                session_id, capacity=self._working_capacity, ttl=self._working_ttl)
+                session_id, capacity=self._working_capacity, ttl=self._working_ttl
+            )
         return wm
 
     def save_working(self, session_id: str) -> None:
@@ -781,7 +882,9 @@ class Memory:
         try:
             encode_op(op)
         except (TypeError, ValueError) as e:
-            raise InvalidArgumentError(f"working memory of {session_id!r} holds a value that is not plain data: {e}") from None
+            raise InvalidArgumentError(
+                f"working memory of {session_id!r} holds a value that is not plain data: {e}"
+            ) from None
         self._commit(op)
 
     def _apply_working(self, op: OpWorking) -> None:
@@ -798,8 +901,17 @@ class Memory:
             wm.add_turn(t.role, t.text, importance=t.importance, timestamp=t.timestamp)
         wm.vars.update(op.vars)
 
-    def add_turn(self, session_id: str, role: str, text: str, *, user_id: str, agent_id: str = "default",
-                 importance: float | None = None, timestamp: TimeLike | None = None) -> Turn:
+    def add_turn(
+        self,
+        session_id: str,
+        role: str,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        importance: float | None = None,
+        timestamp: TimeLike | None = None,
+    ) -> Turn:
         """Adds a turn to the session's working memory. Without an `importance` the router's
         rules estimate one. When the session passes its bound (`working_capacity`), the turns
         pushed out are consolidated: the important ones become episodes, the rest expire."""
@@ -817,8 +929,9 @@ class Memory:
             self.consolidate(session_id, user_id=user_id, agent_id=agent_id, everything=False)
         return turn
 
-    def consolidate(self, session_id: str, *, user_id: str, agent_id: str = "default",
-                    everything: bool = True) -> Consolidation:
+    def consolidate(
+        self, session_id: str, *, user_id: str, agent_id: str = "default", everything: bool = True
+    ) -> Consolidation:
         """Turns the session's important working items (importance ≥
         `policy.consolidate_importance`) into episodes with their session and time; the rest
         expire. By default all of them (as at session end); `everything=False` only those the
@@ -826,14 +939,17 @@ class Memory:
         check_id("user_id", user_id)
         return lifecycle.consolidate(self, session_id, user_id=user_id, agent_id=agent_id, everything=everything)
 
-    def forget_expired(self, now: TimeLike | None = None, *, user_id: str | None = None,
-                       agent_id: str = "default") -> dict[str, int]:
+    def forget_expired(
+        self, now: TimeLike | None = None, *, user_id: str | None = None, agent_id: str = "default"
+    ) -> dict[str, int]:
         """Applies the retention policy (`policy.retention_days` per layer, longer for
         important or reinforced items, counted from the last use) through the same hard-delete
         path as :meth:`forget`; for one user, or everyone. Returns how many items went per layer."""
         return lifecycle.forget_expired(self, now_micros(now), user_id=user_id, agent_id=agent_id)
 
-    def end_session(self, session_id: str, *, user_id: str | None = None, agent_id: str = "default") -> Consolidation | None:
+    def end_session(
+        self, session_id: str, *, user_id: str | None = None, agent_id: str = "default"
+    ) -> Consolidation | None:
         """Ends the session: with `user_id`, its important working items are consolidated into
         episodes first; then its working memory is reset (and its saved copy dropped)."""
         result = None
@@ -864,24 +980,40 @@ class Memory:
 
     def _strong(self, hits: Hits) -> list[int]:
         """Positions of hits that pass the floor for vector-only matches."""
-        return [i for i in range(len(hits))
-                if hits.bm25_ranks[i] > 0 or hits.vector_scores[i] >= self.min_cosine_alone]
+        return [i for i in range(len(hits)) if hits.bm25_ranks[i] > 0 or hits.vector_scores[i] >= self.min_cosine_alone]
 
     def _scored(self, hits: Hits, i: int) -> Scored:
         b, v = float(hits.bm25_scores[i]), float(hits.vector_scores[i])
         score, decay, imp = float(hits.scores[i]), float(hits.decay[i]), float(hits.importance[i])
         acc, men = int(hits.accesses[i]), int(hits.mentions[i])
-        return Scored(score=score, bm25=None if b != b else b, cosine=None if v != v else v,
-                      bm25_rank=int(hits.bm25_ranks[i]), vector_rank=int(hits.vector_ranks[i]),
-                      decay=decay, importance=imp, base_importance=float(hits.base_importance[i]),
-                      accesses=acc, mentions=men,
-                      explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men,
-                                      policy=self.policy))
+        return Scored(
+            score=score,
+            bm25=None if b != b else b,
+            cosine=None if v != v else v,
+            bm25_rank=int(hits.bm25_ranks[i]),
+            vector_rank=int(hits.vector_ranks[i]),
+            decay=decay,
+            importance=imp,
+            base_importance=float(hits.base_importance[i]),
+            accesses=acc,
+            mentions=men,
+            explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men, policy=self.policy),
+        )
 
-    def search(self, query: str, *, user_id: str, agent_id: str = "default", k: int = 5,
-               time_range: tuple[TimeLike, TimeLike] | None = None, session_id: str | None = None,
-               vector: np.ndarray | None = None, mode: str = "hybrid", now: TimeLike | None = None,
-               touch: bool = False) -> list[RecalledEpisode]:
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        k: int = 5,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+        session_id: str | None = None,
+        vector: np.ndarray | None = None,
+        mode: str = "hybrid",
+        now: TimeLike | None = None,
+        touch: bool = False,
+    ) -> list[RecalledEpisode]:
         """Hybrid search over one user's episodes (no query rewriting), ranked by relevance,
         time decay and effective importance (see `policy`; each hit's `explain` gives the
         terms). `touch=True` counts the hits as used (recall does)."""
@@ -897,19 +1029,37 @@ class Memory:
         use_mode = mode if vector is not None or mode == "bm25" else "bm25"
         at = now_micros(now)
         hits = self._episode_index.search(
-            text=query, vector=vector, k=k, namespace=ns, time_range=tr, session=session_id, mode=use_mode,
-            min_bm25=self._bm25_floor(self._episode_index, query), min_cosine=self.min_cosine,
-            **self.policy.search_terms("episodic", at))
+            text=query,
+            vector=vector,
+            k=k,
+            namespace=ns,
+            time_range=tr,
+            session=session_id,
+            mode=use_mode,
+            min_bm25=self._bm25_floor(self._episode_index, query),
+            min_cosine=self.min_cosine,
+            **self.policy.search_terms("episodic", at),
+        )
         keep = self._strong(hits)
         recs = self._episode_index.get_many(hits.ids[keep])
-        found = [RecalledEpisode(episode_from_record(r), self._scored(hits, i))
-                 for i, r in zip(keep, recs) if r is not None]
+        found = [
+            RecalledEpisode(episode_from_record(r), self._scored(hits, i)) for i, r in zip(keep, recs) if r is not None
+        ]
         if touch and found:
             self._touch([r.episode.id for r in found], [], at)
         return found
 
-    def _search_knowledge(self, query: str, vector: np.ndarray | None, *, agent_id: str, user_id: str | None,
-                          k: int, now: int, before: int | None = None) -> list[RecalledKnowledge]:
+    def _search_knowledge(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        *,
+        agent_id: str,
+        user_id: str | None,
+        k: int,
+        now: int,
+        before: int | None = None,
+    ) -> list[RecalledKnowledge]:
         if vector is None:
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
@@ -919,10 +1069,16 @@ class Memory:
             spaces.append(knowledge_namespace(agent_id, user_id))
         for ns in spaces:
             hits = self._knowledge_index.search(
-                text=query, vector=vector, k=k, namespace=ns, mode="hybrid" if vector is not None else "bm25",
-                min_bm25=self._bm25_floor(self._knowledge_index, query), min_cosine=self.min_cosine,
+                text=query,
+                vector=vector,
+                k=k,
+                namespace=ns,
+                mode="hybrid" if vector is not None else "bm25",
+                min_bm25=self._bm25_floor(self._knowledge_index, query),
+                min_cosine=self.min_cosine,
                 time_range=None if before is None else (-(2**63), before),
-                **self.policy.search_terms("semantic", now))
+                **self.policy.search_terms("semantic", now),
+            )
             keep = self._strong(hits)
             for i, r in zip(keep, self._knowledge_index.get_many(hits.ids[keep])):
                 if r is not None:
@@ -930,8 +1086,9 @@ class Memory:
         found.sort(key=lambda r: (-r.scored.score, r.doc.id))
         return found[:k]
 
-    def _with_fact_sources(self, episodes: list[RecalledEpisode], profile: list[Any], intent: MemoryIntent,
-                           k: int, namespace: str) -> list[RecalledEpisode]:
+    def _with_fact_sources(
+        self, episodes: list[RecalledEpisode], profile: list[Any], intent: MemoryIntent, k: int, namespace: str
+    ) -> list[RecalledEpisode]:
         """Puts first the episodes that are the provenance of the facts the question touches:
         "the database we decided on" means the decision, whatever else shares its words."""
         touched = [f for f in profile if f.key in intent.keys]
@@ -955,12 +1112,26 @@ class Memory:
         rest = [r for r in episodes if r.episode.id in found]
         return (first + rest)[:k]
 
-    def recall(self, query: str, *, user_id: str, agent_id: str = "default", session_id: str | None = None,
-               k: int = 5, k_knowledge: int = 3, now: TimeLike | None = None, tz: tzinfo | None = None,
-               same_session: bool = False, n_turns: int = 5, layered: bool = False,
-               enough: Callable[[str, list[Turn]], bool] | None = None,
-               rerank: Callable[[str, list[str]], Sequence[float]] | None = None,
-               rerank_depth: int = 3, touch: bool = True, as_of: TimeLike | None = None) -> RecallBundle:
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        k: int = 5,
+        k_knowledge: int = 3,
+        now: TimeLike | None = None,
+        tz: tzinfo | None = None,
+        same_session: bool = False,
+        n_turns: int = 5,
+        layered: bool = False,
+        enough: Callable[[str, list[Turn]], bool] | None = None,
+        rerank: Callable[[str, list[str]], Sequence[float]] | None = None,
+        rerank_depth: int = 3,
+        touch: bool = True,
+        as_of: TimeLike | None = None,
+    ) -> RecallBundle:
         """Reads touched and pinned facts, searches episodes (time-filtered by the question)
         and knowledge (never time-filtered), and gathers the session's working memory. What
         it returns counts as used (reinforcing it, see `policy`) unless `touch=False` (for
@@ -1003,8 +1174,15 @@ class Memory:
             if done:
                 working = matched[-n_turns:] if n_turns > 0 else []
                 ms0 = (time.perf_counter() - t0) * 1e3
-                return RecallBundle(query=query, intent=intent, working=working, working_vars=wvars,
-                                    timings={"working": ms0, "total": ms0}, tz=tz, layers=layers)
+                return RecallBundle(
+                    query=query,
+                    intent=intent,
+                    working=working,
+                    working_vars=wvars,
+                    timings={"working": ms0, "total": ms0},
+                    tz=tz,
+                    layers=layers,
+                )
         t1 = time.perf_counter()
         seen: set[str] = set()
         profile = []
@@ -1023,27 +1201,53 @@ class Memory:
         vector = None if vecs is None else vecs[0]
         t3 = time.perf_counter()
         depth = k * rerank_depth if rerank is not None else k
-        episodes = self.search(text, user_id=user_id, agent_id=agent_id, k=depth, time_range=time_range,
-                               session_id=session_id if same_session else None, vector=vector, now=at)
+        episodes = self.search(
+            text,
+            user_id=user_id,
+            agent_id=agent_id,
+            k=depth,
+            time_range=time_range,
+            session_id=session_id if same_session else None,
+            vector=vector,
+            now=at,
+        )
         if rerank is not None:
             episodes = _reranked(rerank, query, episodes, k)
         episodes = self._with_fact_sources(episodes, profile, intent, k, episode_namespace(agent_id, user_id))
         t4 = time.perf_counter()
-        knowledge = self._search_knowledge(text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge, now=at,
-                                           before=cutoff)
+        knowledge = self._search_knowledge(
+            text, vector, agent_id=agent_id, user_id=user_id, k=k_knowledge, now=at, before=cutoff
+        )
         t5 = time.perf_counter()
         if touch and (episodes or knowledge):
             self._touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
         ms = lambda a, b: (b - a) * 1e3  # noqa: E731
-        timings = {"rewrite": ms(t0, t1), "facts": ms(t1, t2), "embed": ms(t2, t3), "episodes": ms(t3, t4),
-                   "knowledge": ms(t4, t5), "total": ms(t0, time.perf_counter())}
-        return RecallBundle(query=query, intent=intent, profile=profile, episodes=episodes, knowledge=knowledge,
-                            working=working, working_vars=wvars, timings=timings, tz=tz,
-                            layers=[*layers, "semantic", "episodic"])
+        timings = {
+            "rewrite": ms(t0, t1),
+            "facts": ms(t1, t2),
+            "embed": ms(t2, t3),
+            "episodes": ms(t3, t4),
+            "knowledge": ms(t4, t5),
+            "total": ms(t0, time.perf_counter()),
+        }
+        return RecallBundle(
+            query=query,
+            intent=intent,
+            profile=profile,
+            episodes=episodes,
+            knowledge=knowledge,
+            working=working,
+            working_vars=wvars,
+            timings=timings,
+            tz=tz,
+            layers=[*layers, "semantic", "episodic"],
+        )
 
     # -- reflect ----------------------------------------------------------------------------------
 
-    def reflect(self, *, user_id: str, agent_id: str = "default", extractor: Extractor | None = None) -> list[FactChange]:
+    def reflect(
+        self, *, user_id: str, agent_id: str = "default", extractor: Extractor | None = None
+    ) -> list[FactChange]:
         """Extracts durable facts from the user's episodes not reflected on yet and applies them
         as versioned updates. Running it again without new episodes changes nothing."""
         scope = (check_id("agent_id", agent_id), check_id("user_id", user_id))
@@ -1067,8 +1271,16 @@ class Memory:
                 else:
                     assert p.value is not None
                     ch = self.facts.set(p.key, p.value, user_id=user_id, agent_id=agent_id, source=p.source, at=at)
-                changes.append(FactChange(op=ch.op, key=ch.key, value=ch.value, old_value=ch.old_value,
-                                          source=ch.source, evidence=p.evidence))
+                changes.append(
+                    FactChange(
+                        op=ch.op,
+                        key=ch.key,
+                        value=ch.value,
+                        old_value=ch.old_value,
+                        source=ch.source,
+                        evidence=p.evidence,
+                    )
+                )
             self._commit(OpCursor(agent_id, user_id, max(new_ids)))
             return changes
 
@@ -1102,30 +1314,61 @@ class Memory:
 
         return execute(self, name, args)
 
-    def stats(self, *, user_id: str | None = None, agent_id: str = "default",
-              now: TimeLike | None = None) -> dict[str, Any]:
+    def stats(
+        self, *, user_id: str | None = None, agent_id: str = "default", now: TimeLike | None = None
+    ) -> dict[str, Any]:
         """Counts, bytes and ages (days) per layer — for one user of `agent_id`, or the whole
         store (then with episodes per user) — plus the index statistics."""
         e, k = self._episode_index.stats(), self._knowledge_index.stats()
         out = transfer.stats(self, user_id=user_id, agent_id=agent_id, now=now_micros(now))
-        out.update({"episodes": out["episodic"]["count"], "knowledge": out["semantic"]["knowledge"]["count"],
-                    "facts": out["semantic"]["facts"], "sessions": len(self._working),
-                    "episode_index": e, "knowledge_index": k,
-                    "embedder": None if self.embedder is None else self.embedder.name})
+        out.update(
+            {
+                "episodes": out["episodic"]["count"],
+                "knowledge": out["semantic"]["knowledge"]["count"],
+                "facts": out["semantic"]["facts"],
+                "sessions": len(self._working),
+                "episode_index": e,
+                "knowledge_index": k,
+                "embedder": None if self.embedder is None else self.embedder.name,
+            }
+        )
         return out
 
     # -- sharing and export -------------------------------------------------------------------------
 
-    def share(self, *, from_agent: str, to_agent: str, user_id: str, episode_ids: Iterable[int] | None = None,
-              min_importance: float = 0.7, decay: float = 0.8, now: TimeLike | None = None) -> list[Episode]:
+    def share(
+        self,
+        *,
+        from_agent: str,
+        to_agent: str,
+        user_id: str,
+        episode_ids: Iterable[int] | None = None,
+        min_importance: float = 0.7,
+        decay: float = 0.8,
+        now: TimeLike | None = None,
+    ) -> list[Episode]:
         """Copies a user's memories from one agent to another: episodes whose effective
         importance reaches `min_importance` (or exactly `episode_ids`), with provenance in
         `metadata["shared_from"]` and importance × `decay`. Nothing else crosses."""
-        return transfer.share(self, from_agent=from_agent, to_agent=to_agent, user_id=user_id, episode_ids=episode_ids,
-                     min_importance=min_importance, decay=decay, now=now_micros(now))
+        return transfer.share(
+            self,
+            from_agent=from_agent,
+            to_agent=to_agent,
+            user_id=user_id,
+            episode_ids=episode_ids,
+            min_importance=min_importance,
+            decay=decay,
+            now=now_micros(now),
+        )
 
-    def export(self, path: str | os.PathLike[str], *, user_id: str | None = None, agent_id: str = "default",
-               now: TimeLike | None = None) -> dict[str, int]:
+    def export(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        user_id: str | None = None,
+        agent_id: str = "default",
+        now: TimeLike | None = None,
+    ) -> dict[str, int]:
         """Writes every layer — of one user of `agent_id`, or the whole store — to one msgspec
         file (atomically; no pickle). Returns what it wrote."""
         with self._lock:
@@ -1162,15 +1405,17 @@ def _covers(text: str, turns: list[Turn]) -> bool:
     return wanted <= have
 
 
-def _reranked(rerank: Callable[[str, list[str]], Sequence[float]], query: str,
-              found: list[RecalledEpisode], k: int) -> list[RecalledEpisode]:
+def _reranked(
+    rerank: Callable[[str, list[str]], Sequence[float]], query: str, found: list[RecalledEpisode], k: int
+) -> list[RecalledEpisode]:
     """Reorders fused candidates by a caller's reranker (ties keep the fused order)."""
     if not found:
         return found
     scores = [float(x) for x in rerank(query, [r.episode.text for r in found])]
     if len(scores) != len(found) or any(x != x for x in scores):
         raise InvalidArgumentError(
-            f"rerank returned {len(scores)} scores (NaN not allowed) for {len(found)} candidates")
+            f"rerank returned {len(scores)} scores (NaN not allowed) for {len(found)} candidates"
+        )
     order = sorted(range(len(found)), key=lambda i: -scores[i])[:k]
     out = []
     for i in order:

@@ -4,9 +4,9 @@ applied by the same code whether it is live or replayed on open (so the two cann
 
 from __future__ import annotations
 
-import msgspec
-
 from typing import Any
+
+import msgspec
 
 from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister
 from trimem.records import Episode, FactVersion, KnowledgeDoc
@@ -127,8 +127,21 @@ def decode_state(data: bytes) -> MemoryState:
     return _state_decoder.decode(data)
 
 
-Op = (OpMeta | OpRetain | OpKnowledge | OpFact | OpAlias | OpPin | OpForget | OpCursor | OpWorking | OpTouch
-      | OpPerceptRegister | OpPerceptAdd | OpPerceptDelete)
+Op = (
+    OpMeta
+    | OpRetain
+    | OpKnowledge
+    | OpFact
+    | OpAlias
+    | OpPin
+    | OpForget
+    | OpCursor
+    | OpWorking
+    | OpTouch
+    | OpPerceptRegister
+    | OpPerceptAdd
+    | OpPerceptDelete
+)
 
 _decoder = msgspec.msgpack.Decoder(Op)
 

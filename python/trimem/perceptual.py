@@ -92,7 +92,8 @@ STATE_VERSION = 1
 INDEX_PREFIX = "percept_"
 _NAME = re.compile(r"[A-Za-z0-9_]{1,56}")  # a store section name is at most 64 of these
 _ADD_KEYS = frozenset(
-    {"modality", "item", "user_id", "agent_id", "caption", "ref", "timestamp", "metadata", "importance"})
+    {"modality", "item", "user_id", "agent_id", "caption", "ref", "timestamp", "metadata", "importance"}
+)
 
 
 @runtime_checkable
@@ -134,8 +135,11 @@ class PrecomputedEncoder:
         return f"PrecomputedEncoder({self._name!r}, {self._dim})"
 
     def __call__(self, items: list[Any], /) -> Vectors:
-        return np.asarray(items, dtype=np.float32).reshape(len(items), -1) if items else \
-            np.zeros((0, self._dim), np.float32)
+        return (
+            np.asarray(items, dtype=np.float32).reshape(len(items), -1)
+            if items
+            else np.zeros((0, self._dim), np.float32)
+        )
 
 
 class Modality(msgspec.Struct, frozen=True):
@@ -252,8 +256,14 @@ class PerceptualMemory:
     :meth:`indexes` saved (the same as :meth:`load` on a new instance).
     """
 
-    def __init__(self, *, state: bytes | None = None, indexes: Mapping[str, HybridIndex] | None = None,
-                 lock: Any = None, commit: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        state: bytes | None = None,
+        indexes: Mapping[str, HybridIndex] | None = None,
+        lock: Any = None,
+        commit: Any = None,
+    ) -> None:
         # A `Memory` passes its lock and its log: every change is then an op written to the
         # memory's log first and applied by `apply` (live and on replay alike).
         self._lock = lock if lock is not None else threading.RLock()
@@ -270,8 +280,7 @@ class PerceptualMemory:
 
     # -- modalities -------------------------------------------------------------------------------
 
-    def register(self, name: str, encoder: Any, *, space: str | None = None,
-                 text: bool | None = None) -> Modality:
+    def register(self, name: str, encoder: Any, *, space: str | None = None, text: bool | None = None) -> Modality:
         """Registers modality ``name`` with its encoder, in vector space ``space`` (by default a
         space of its own, named like the modality). Modalities of one space must have encoders
         of one width (:class:`DimensionError` otherwise). Registering a known modality again
@@ -286,8 +295,7 @@ class PerceptualMemory:
         enc_name = getattr(encoder, "name", None)
         dim = getattr(encoder, "dim", None)
         if not callable(encoder) or not isinstance(enc_name, str) or not enc_name:
-            raise InvalidArgumentError(
-                f"the encoder of {name!r} must be callable and have a non-empty string `name`")
+            raise InvalidArgumentError(f"the encoder of {name!r} must be callable and have a non-empty string `name`")
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
             raise InvalidArgumentError(f"encoder {enc_name!r} must have a positive integer `dim`, got {dim!r}")
         if text is not None and not isinstance(text, bool):
@@ -301,7 +309,8 @@ class PerceptualMemory:
             if index is not None and index.dim != mod.dim:
                 raise DimensionError(
                     f"space {space!r} holds {index.dim}-d vectors, but encoder {enc_name!r} of "
-                    f"{name!r} makes {mod.dim}-d ones")
+                    f"{name!r} makes {mod.dim}-d ones"
+                )
             if old != mod:
                 self._commit(OpPerceptRegister(mod))
             self._encoders[name] = encoder
@@ -324,21 +333,38 @@ class PerceptualMemory:
         if enc is None:
             raise InvalidArgumentError(
                 f"modality {mod.name!r} is known from the store but has no encoder yet; "
-                f"register it with encoder {mod.encoder!r}")
+                f"register it with encoder {mod.encoder!r}"
+            )
         return enc
 
     def _encode(self, mod: Modality, items: list[Any]) -> Vectors:
         """Encodes ``items`` and checks the output: float (converted to float32), shape
         ``(len(items), dim)``, finite, no all-zero row."""
-        return check_vectors(self._encoder_of(mod)(items), len(items), mod.dim, mod.encoder, kinds="f",
-                             who=f"encoder {mod.encoder!r} of {mod.name!r}", item="item")
+        return check_vectors(
+            self._encoder_of(mod)(items),
+            len(items),
+            mod.dim,
+            mod.encoder,
+            kinds="f",
+            who=f"encoder {mod.encoder!r} of {mod.name!r}",
+            item="item",
+        )
 
     # -- add --------------------------------------------------------------------------------------
 
-    def _draft(self, modality: str, item: Any, *, user_id: str, agent_id: str = "default",
-               caption: str | None = None, ref: str | os.PathLike[str] | None = None,
-               timestamp: TimeLike | None = None, metadata: Mapping[str, Any] | None = None,
-               importance: float = 0.5) -> _Draft:
+    def _draft(
+        self,
+        modality: str,
+        item: Any,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        caption: str | None = None,
+        ref: str | os.PathLike[str] | None = None,
+        timestamp: TimeLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float = 0.5,
+    ) -> _Draft:
         """Validates one item and returns its fields (all but the id and the vector)."""
         mod = self._modality(modality)
         self._encoder_of(mod)
@@ -356,7 +382,9 @@ class PerceptualMemory:
             if isinstance(ref, os.PathLike):
                 ref = os.fspath(ref)
             if not isinstance(ref, str) or not ref or len(ref) > MAX_REF_CHARS:
-                raise InvalidArgumentError(f"ref must be a non-empty string (URI or path) of at most {MAX_REF_CHARS} characters")
+                raise InvalidArgumentError(
+                    f"ref must be a non-empty string (URI or path) of at most {MAX_REF_CHARS} characters"
+                )
         if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0.0 <= importance <= 1.0:
             raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -368,19 +396,48 @@ class PerceptualMemory:
             _encoder.encode(meta)
         except (TypeError, ValueError, OverflowError) as e:
             raise InvalidArgumentError(f"metadata holds a value that is not plain data: {e}") from None
-        return _Draft(modality=mod.name, item=item, agent_id=agent_id, user_id=user_id,
-                      timestamp=now_micros(timestamp), caption=caption, ref=ref,
-                      importance=float(importance), metadata=meta)
+        return _Draft(
+            modality=mod.name,
+            item=item,
+            agent_id=agent_id,
+            user_id=user_id,
+            timestamp=now_micros(timestamp),
+            caption=caption,
+            ref=ref,
+            importance=float(importance),
+            metadata=meta,
+        )
 
-    def add(self, modality: str, item: Any, *, user_id: str, agent_id: str = "default",
-            caption: str | None = None, ref: str | os.PathLike[str] | None = None,
-            timestamp: TimeLike | None = None, metadata: Mapping[str, Any] | None = None,
-            importance: float = 0.5) -> PerceptRecord:
+    def add(
+        self,
+        modality: str,
+        item: Any,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        caption: str | None = None,
+        ref: str | os.PathLike[str] | None = None,
+        timestamp: TimeLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float = 0.5,
+    ) -> PerceptRecord:
         """Encodes ``item`` with the modality's encoder and stores its vector with the caption
         (searchable by keyword too), the caller's ``ref`` and metadata, in the user's scope."""
-        return self.add_many([dict(modality=modality, item=item, user_id=user_id, agent_id=agent_id,
-                                   caption=caption, ref=ref, timestamp=timestamp, metadata=metadata,
-                                   importance=importance)])[0]
+        return self.add_many(
+            [
+                dict(
+                    modality=modality,
+                    item=item,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    caption=caption,
+                    ref=ref,
+                    timestamp=timestamp,
+                    metadata=metadata,
+                    importance=importance,
+                )
+            ]
+        )[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[PerceptRecord]:
         """Adds many items (mappings with :meth:`add`'s arguments: ``modality``, ``item``,
@@ -418,8 +475,11 @@ class PerceptualMemory:
                     raise InvalidArgumentError(f"modality {name!r} changed while its items were encoded")
             first = self._last_id + 1
             records = [self._record(first + i, d) for i, d in enumerate(drafts)]
-            self._commit(OpPerceptAdd(records, [np.ascontiguousarray(vectors[i], np.float32).tobytes()
-                                                for i in range(len(records))]))
+            self._commit(
+                OpPerceptAdd(
+                    records, [np.ascontiguousarray(vectors[i], np.float32).tobytes() for i in range(len(records))]
+                )
+            )
         return records
 
     # -- applying changes (live, or replayed from a memory's log) -------------------------------
@@ -467,18 +527,36 @@ class PerceptualMemory:
         self._last_id = max(self._last_id, max(r.id for r in records))
 
     def _record(self, rid: int, d: _Draft) -> PerceptRecord:
-        return PerceptRecord(id=rid, modality=d.modality, space=self._modalities[d.modality].space,
-                             agent_id=d.agent_id, user_id=d.user_id, timestamp=d.timestamp,
-                             caption=d.caption, ref=d.ref, importance=d.importance, metadata=d.metadata)
+        return PerceptRecord(
+            id=rid,
+            modality=d.modality,
+            space=self._modalities[d.modality].space,
+            agent_id=d.agent_id,
+            user_id=d.user_id,
+            timestamp=d.timestamp,
+            caption=d.caption,
+            ref=d.ref,
+            importance=d.importance,
+            metadata=d.metadata,
+        )
 
     # -- read -------------------------------------------------------------------------------------
 
     def _from_engine(self, space: str, rec: StoredRecord) -> PerceptRecord:
         x = _extras_decoder.decode(rec.payload)
         agent_id, user_id = rec.namespace.split("/", 1)
-        return PerceptRecord(id=rec.id, modality=rec.session or "", space=space, agent_id=agent_id,
-                             user_id=user_id, timestamp=rec.timestamp, caption=rec.text or None,
-                             ref=x.ref, importance=x.importance, metadata=x.metadata)
+        return PerceptRecord(
+            id=rec.id,
+            modality=rec.session or "",
+            space=space,
+            agent_id=agent_id,
+            user_id=user_id,
+            timestamp=rec.timestamp,
+            caption=rec.text or None,
+            ref=x.ref,
+            importance=x.importance,
+            metadata=x.metadata,
+        )
 
     def _find(self, rid: int) -> tuple[str, StoredRecord] | None:
         for space, index in self._spaces.items():
@@ -495,8 +573,14 @@ class PerceptualMemory:
             raise UnknownIdError(f"no perceptual record with id {rid}")
         return self._from_engine(*found)
 
-    def records(self, *, user_id: str, agent_id: str = "default", modality: str | None = None,
-                time_range: tuple[TimeLike, TimeLike] | None = None) -> list[PerceptRecord]:
+    def records(
+        self,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        modality: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+    ) -> list[PerceptRecord]:
         """A user's records (optionally of one modality, or in ``[start, end)``), oldest first."""
         ns = episode_namespace(agent_id, user_id)
         spaces = list(self._spaces.items())
@@ -510,9 +594,19 @@ class PerceptualMemory:
             out.extend(self._from_engine(space, r) for r in index.get_many(ids) if r is not None)
         return sorted(out, key=lambda r: (r.timestamp, r.id))
 
-    def search(self, query: Any, *, modality: str, user_id: str, agent_id: str = "default", k: int = 5,
-               target: str | None = None, time_range: tuple[TimeLike, TimeLike] | None = None,
-               mode: str = "auto", min_cosine: float | None = None) -> list[PerceptHit]:
+    def search(
+        self,
+        query: Any,
+        *,
+        modality: str,
+        user_id: str,
+        agent_id: str = "default",
+        k: int = 5,
+        target: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+        mode: str = "auto",
+        min_cosine: float | None = None,
+    ) -> list[PerceptHit]:
         """Encodes ``query`` with ``modality``'s encoder and searches the user's records of the
         same space — only those of modality ``target`` when given (which must share the space).
         ``mode``: "auto" is hybrid (captions by BM25 + vectors) for a text query (see
@@ -529,7 +623,8 @@ class PerceptualMemory:
             if tmod.space != mod.space:
                 raise InvalidArgumentError(
                     f"target {target!r} is in space {tmod.space!r}, but {modality!r} encodes into "
-                    f"{mod.space!r}; spaces never mix")
+                    f"{mod.space!r}; spaces never mix"
+                )
         if mode not in ("auto", "vector", "hybrid"):
             raise InvalidArgumentError(f"mode must be 'auto', 'vector' or 'hybrid', got {mode!r}")
         textual = self._text.get(mod.name)
@@ -545,9 +640,16 @@ class PerceptualMemory:
         hybrid = mode != "vector" and bool(words.strip())
         vector = self._encode(mod, [query])[0]
         index = self._spaces[mod.space]
-        hits: Hits = index.search(text=words if hybrid else None, vector=vector, k=int(k), namespace=ns,
-                                  session=target, time_range=tr, mode="hybrid" if hybrid else "vector",
-                                  min_cosine=None if min_cosine is None else float(min_cosine))
+        hits: Hits = index.search(
+            text=words if hybrid else None,
+            vector=vector,
+            k=int(k),
+            namespace=ns,
+            session=target,
+            time_range=tr,
+            mode="hybrid" if hybrid else "vector",
+            min_cosine=None if min_cosine is None else float(min_cosine),
+        )
         out: list[PerceptHit] = []
         for i, rec in enumerate(index.get_many(hits.ids)):
             if rec is None:  # deleted between the search and the read
@@ -570,7 +672,9 @@ class PerceptualMemory:
             for rid in wanted:  # all are checked before anything is deleted
                 found = self._find(rid)
                 if found is None or found[1].namespace != ns:
-                    raise UnknownIdError(f"no perceptual record with id {rid} for user {user_id!r} of agent {agent_id!r}")
+                    raise UnknownIdError(
+                        f"no perceptual record with id {rid} for user {user_id!r} of agent {agent_id!r}"
+                    )
             if wanted:
                 self._commit(OpPerceptDelete(wanted))
             return len(wanted)
@@ -598,13 +702,23 @@ class PerceptualMemory:
         """Records in all, per space (with its width and modalities) and per modality."""
         with self._lock:
             spaces = {
-                s: {"dim": index.dim, "records": len(index),
-                    "modalities": sorted(m.name for m in self._modalities.values() if m.space == s)}
-                for s, index in sorted(self._spaces.items())}
+                s: {
+                    "dim": index.dim,
+                    "records": len(index),
+                    "modalities": sorted(m.name for m in self._modalities.values() if m.space == s),
+                }
+                for s, index in sorted(self._spaces.items())
+            }
             modalities = {
-                m.name: {"space": m.space, "encoder": m.encoder, "dim": m.dim, "registered": m.name in self._encoders,
-                         "records": len(self._spaces[m.space].ids(session=m.name))}
-                for m in self.modalities()}
+                m.name: {
+                    "space": m.space,
+                    "encoder": m.encoder,
+                    "dim": m.dim,
+                    "registered": m.name in self._encoders,
+                    "records": len(self._spaces[m.space].ids(session=m.name)),
+                }
+                for m in self.modalities()
+            }
             return {"records": len(self), "spaces": spaces, "modalities": modalities}
 
     # -- persistence ------------------------------------------------------------------------------
@@ -617,10 +731,14 @@ class PerceptualMemory:
     def state(self) -> bytes:
         """Everything outside the indexes (modalities, spaces, the id counter) as msgpack."""
         with self._lock:
-            return _encoder.encode(PerceptualState(
-                version=STATE_VERSION, last_id=self._last_id,
-                spaces=sorted((s, index.dim) for s, index in self._spaces.items()),
-                modalities=self.modalities()))
+            return _encoder.encode(
+                PerceptualState(
+                    version=STATE_VERSION,
+                    last_id=self._last_id,
+                    spaces=sorted((s, index.dim) for s, index in self._spaces.items()),
+                    modalities=self.modalities(),
+                )
+            )
 
     @staticmethod
     def index_names(state: bytes) -> list[str]:
@@ -655,7 +773,8 @@ class PerceptualMemory:
                 if saved is None and mine.space in spaces and spaces[mine.space].dim != mine.dim:
                     raise DimensionError(
                         f"the store's space {mine.space!r} holds {spaces[mine.space].dim}-d vectors, but "
-                        f"{name!r} is registered with {mine.dim}-d encoder {mine.encoder!r}")
+                        f"{name!r} is registered with {mine.dim}-d encoder {mine.encoder!r}"
+                    )
             merged_spaces = {s: i for s, i in self._spaces.items() if s not in spaces} | spaces
             merged = {m.name: m for m in self._modalities.values() if m.name not in modalities} | modalities
             self._spaces = dict(sorted(merged_spaces.items()))
@@ -668,11 +787,13 @@ def _check_same_model(known: Modality, new: Modality, *, known_as: str) -> None:
     models, or of one model in two spaces, must never meet in one index."""
     if known.space != new.space:
         raise InvalidArgumentError(
-            f"modality {known.name!r} is in space {known.space!r} ({known_as}); it cannot move to {new.space!r}")
+            f"modality {known.name!r} is in space {known.space!r} ({known_as}); it cannot move to {new.space!r}"
+        )
     if (known.encoder, known.dim) != (new.encoder, new.dim):
         raise EmbedderMismatchError(
             f"modality {known.name!r} was {known_as} with encoder {known.encoder!r} (dim {known.dim}), "
-            f"not {new.encoder!r} (dim {new.dim}); vectors of two models do not mix")
+            f"not {new.encoder!r} (dim {new.dim}); vectors of two models do not mix"
+        )
 
 
 def _payload(r: PerceptRecord) -> bytes:

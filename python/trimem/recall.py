@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timezone, tzinfo
+from datetime import UTC, tzinfo
 from typing import Any
 
 from trimem.records import Fact, RecalledEpisode, RecalledKnowledge
@@ -44,7 +44,7 @@ class RecallBundle:
     working: list[Turn] = field(default_factory=list)
     working_vars: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    tz: tzinfo = timezone.utc
+    tz: tzinfo = UTC
     layers: list[str] = field(default_factory=list)  # the layers recall consulted, in order
 
     def sections(self) -> dict[str, list[str]]:

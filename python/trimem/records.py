@@ -170,9 +170,22 @@ def episode_from_record(rec: Any) -> Episode:
     x = _extras_decoder.decode(rec.payload)
     agent_id, user_id = rec.namespace.split("/", 1)
     text = rec.text if x.text_chars is None else rec.text[: x.text_chars]
-    return Episode(id=rec.id, agent_id=agent_id, user_id=user_id, text=text, timestamp=rec.timestamp,
-                   session_id=rec.session, role=x.role, topic=x.topic, keywords=x.keywords,
-                   importance=x.importance, metadata=x.metadata, tool=x.tool)
+    return Episode(
+        id=rec.id,
+        agent_id=agent_id,
+        user_id=user_id,
+        text=text,
+        timestamp=rec.timestamp,
+        session_id=rec.session,
+        role=x.role,
+        topic=x.topic,
+        keywords=x.keywords,
+        importance=x.importance,
+        metadata=x.metadata,
+        tool=x.tool,
+    )
+
+
 _knowledge_decoder = msgspec.msgpack.Decoder(KnowledgeDoc)
 
 

@@ -37,7 +37,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -85,9 +85,7 @@ class EpisodeView(Protocol):
 
 @runtime_checkable
 class Extractor(Protocol):
-    def __call__(
-        self, episodes: Sequence[EpisodeView], current: Mapping[str, str]
-    ) -> list[Proposal]: ...
+    def __call__(self, episodes: Sequence[EpisodeView], current: Mapping[str, str]) -> list[Proposal]: ...
 
 
 # ------------------------------------------------------------------------------ text helpers
@@ -109,7 +107,6 @@ def prepare_text(text: str) -> str:
     if _SPECIAL.search(text):  # translate() is slow enough to skip when there is nothing to do
         text = _ZERO_WIDTH.sub("", text).translate(_QUOTES)
     return text
-
 
 
 # ------------------------------------------------------------------------------ injection
@@ -286,41 +283,72 @@ _CATEGORY_KEY: Final = {
 _KEY_CATEGORY: Final = {v: k for k, v in _CATEGORY_KEY.items()}
 _KNOWN: Final[dict[str, dict[str, str]]] = {
     "language": {
-        **{n.casefold(): n for n in (
-            "Python TypeScript JavaScript Rust Go Java Kotlin Swift C C++ C# Ruby PHP Scala Haskell "
-            "Elixir Erlang Clojure OCaml F# Dart Lua R Julia Zig Nim Perl MATLAB Objective-C Crystal "
-            "Gleam Elm Fortran COBOL Solidity Groovy Mojo Racket Scheme".split()
-        )},
-        "golang": "Go", "js": "JavaScript", "ts": "TypeScript", "cpp": "C++", "csharp": "C#",
-        "common lisp": "Common Lisp", "visual basic": "Visual Basic",
+        **{
+            n.casefold(): n
+            for n in (
+                "Python TypeScript JavaScript Rust Go Java Kotlin Swift C C++ C# Ruby PHP Scala Haskell "
+                "Elixir Erlang Clojure OCaml F# Dart Lua R Julia Zig Nim Perl MATLAB Objective-C Crystal "
+                "Gleam Elm Fortran COBOL Solidity Groovy Mojo Racket Scheme".split()
+            )
+        },
+        "golang": "Go",
+        "js": "JavaScript",
+        "ts": "TypeScript",
+        "cpp": "C++",
+        "csharp": "C#",
+        "common lisp": "Common Lisp",
+        "visual basic": "Visual Basic",
     },
     "os": {
-        **{n.casefold(): n for n in (
-            "macOS Linux Ubuntu Debian Fedora CentOS Windows WSL FreeBSD OpenBSD ChromeOS NixOS "
-            "Manjaro openSUSE RHEL".split()
-        )},
-        "mac os x": "macOS", "mac os": "macOS", "os x": "macOS", "osx": "macOS", "mac": "macOS",
-        "arch linux": "Arch Linux", "arch": "Arch Linux", "linux mint": "Linux Mint",
-        "rocky linux": "Rocky Linux", "red hat": "RHEL",
+        **{
+            n.casefold(): n
+            for n in (
+                "macOS Linux Ubuntu Debian Fedora CentOS Windows WSL FreeBSD OpenBSD ChromeOS NixOS "
+                "Manjaro openSUSE RHEL".split()
+            )
+        },
+        "mac os x": "macOS",
+        "mac os": "macOS",
+        "os x": "macOS",
+        "osx": "macOS",
+        "mac": "macOS",
+        "arch linux": "Arch Linux",
+        "arch": "Arch Linux",
+        "linux mint": "Linux Mint",
+        "rocky linux": "Rocky Linux",
+        "red hat": "RHEL",
     },
     "database": {
-        **{n.casefold(): n for n in (
-            "PostgreSQL MySQL MariaDB SQLite MongoDB Cassandra DynamoDB CockroachDB ClickHouse DuckDB "
-            "Neo4j Firestore Supabase TiDB CouchDB Couchbase InfluxDB TimescaleDB ScyllaDB Oracle "
-            "Snowflake BigQuery".split()
-        )},
-        "postgres": "PostgreSQL", "mongo": "MongoDB", "sql server": "SQL Server",
+        **{
+            n.casefold(): n
+            for n in (
+                "PostgreSQL MySQL MariaDB SQLite MongoDB Cassandra DynamoDB CockroachDB ClickHouse DuckDB "
+                "Neo4j Firestore Supabase TiDB CouchDB Couchbase InfluxDB TimescaleDB ScyllaDB Oracle "
+                "Snowflake BigQuery".split()
+            )
+        },
+        "postgres": "PostgreSQL",
+        "mongo": "MongoDB",
+        "sql server": "SQL Server",
         "mssql": "SQL Server",
     },
     "editor": {
-        **{n.casefold(): n for n in (
-            "Vim Neovim Emacs PyCharm WebStorm CLion GoLand RustRover Rider Atom Helix Zed Cursor "
-            "Xcode Nano Eclipse Kakoune Notepad++".split()
-        )},
-        "nvim": "Neovim", "vs code": "VS Code", "vscode": "VS Code",
-        "visual studio code": "VS Code", "visual studio": "Visual Studio",
-        "intellij idea": "IntelliJ IDEA", "intellij": "IntelliJ IDEA",
-        "sublime text": "Sublime Text", "sublime": "Sublime Text",
+        **{
+            n.casefold(): n
+            for n in (
+                "Vim Neovim Emacs PyCharm WebStorm CLion GoLand RustRover Rider Atom Helix Zed Cursor "
+                "Xcode Nano Eclipse Kakoune Notepad++".split()
+            )
+        },
+        "nvim": "Neovim",
+        "vs code": "VS Code",
+        "vscode": "VS Code",
+        "visual studio code": "VS Code",
+        "visual studio": "Visual Studio",
+        "intellij idea": "IntelliJ IDEA",
+        "intellij": "IntelliJ IDEA",
+        "sublime text": "Sublime Text",
+        "sublime": "Sublime Text",
         "android studio": "Android Studio",
     },
 }
@@ -531,7 +559,9 @@ _ZH_ADV = r"(?P<adv>(?:现在|目前|平时|一般|主要|通常|日常|基本�
 _ZH_ME = r"(?<![帮给让替为叫请])我们?"
 _ZH_CHANGE = r"(?:改成|改为|换成|换为|切换成|切换为|切换到|切到|设为|设置为|设置成|设成|定为|调成|调为|更换为|替换成|替换为|变成)了?"
 _ZH_AS = r"(?:作为|当作|当成|做为|来做|做|当)"
-_WIDEN: Final = re.compile(r"now|main|most|primar|usual|general|typical|normal|predominant|larg|现在|目前|平时|一般|主要|通常|日常|基本|常|一直|主力")
+_WIDEN: Final = re.compile(
+    r"now|main|most|primar|usual|general|typical|normal|predominant|larg|现在|目前|平时|一般|主要|通常|日常|基本|常|一直|主力"
+)
 
 
 def _r(name: str, pattern: str, kind: _Kind, **kw: Any) -> _Rule:
@@ -540,50 +570,226 @@ def _r(name: str, pattern: str, kind: _Kind, **kw: Any) -> _Rule:
 
 _RULES: Final = [
     # --- English: statements about the user
-    _r("my_key_is", r"\b(?:my|our)\s+(?P<key>[a-z][\w\s'-]{0,40}?)\s+(?:is|are|=|will\s+be|has\s+become|became|has\s+changed\s+to|changed\s+to)\s+(?P<value>.+)$", "personal", key_mode="profile"),
-    _r("value_is_my_key", r"^(?P<value>[^\s].{0,60}?)\s+is\s+(?:now\s+)?(?:my|our)\s+(?P<key>.+)$", "personal", key_mode="profile"),
-    _r("im_on", r"\b(?:i'm|im|i\s+am)\s+" + _EN_ADV + r"(?:on|running|working\s+on|developing\s+on|coding\s+on)\s+(?P<value>.+)$", "personal", cats=frozenset({"os"})),
-    _r("im_using", r"\b(?:i'm|im|i\s+am)\s+" + _EN_ADV + r"using\s+(?P<value>.+)$", "personal", cats=_OS_EDITOR, widen=True),
-    _r("bare_on", r"^(?:[\w\s]{0,24},\s*)?(?:(?:and|also|now|currently|mostly|mainly|usually|all)\s+)*on\s+(?P<value>.+)$", "personal", cats=frozenset({"os"})),
-    _r("i_use", r"\bi\s+" + _EN_ADV + r"(?:use|run|work\s+with|work\s+on|develop\s+on|code\s+on)\s+(?P<value>.+)$", "personal", cats=_OS_EDITOR, widen=True),
-    _r("i_code_in", r"\bi\s+" + _EN_ADV + r"(?:code|program|develop|write\s+code|write\s+software|work|write)\s+in\s+(?P<value>.+)$", "personal", cats=frozenset({"language"})),
-    _r("i_prefer_for", r"\bi(?:'d)?\s+(?:(?:now|really|much|definitely)\s+)*(?:prefer|favou?r)\s+(?:using\s+|to\s+use\s+)?(?P<value>.+?)\s+(?:for|as)\s+(?P<det>my|our|the)?\s*(?P<key>.+)$", "personal", key_mode="any"),
-    _r("i_prefer", r"\bi(?:'d)?\s+(?:(?:now|really|much|definitely)\s+)*(?:prefer|favou?r)\s+(?:using\s+|to\s+use\s+)?(?P<value>.+)$", "personal"),
-    _r("no_longer", r"\b(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+no\s+longer\s+(?:use|using|on|run|running|work\s+with|working\s+with|code\s+in|coding\s+in|write|writing)\s+(?P<value>.+)$", "personal", action="delete_value"),
-    _r("dont_use_anymore", r"\b(?:i|we)\s+(?:don't|do\s+not|dont)\s+(?:use|run|code\s+in|write)\s+(?P<value>.+?)\s+(?:any\s*more|any\s+longer)$", "personal", action="delete_value"),
-    _r("stopped_using", r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:stopped|quit|given\s+up|gave\s+up|dropped|ditched|abandoned)\s+(?:using\s+|on\s+)?(?P<value>.+)$", "personal", action="delete_value"),
-    _r("forget_my", r"\b(?:forget|remove|delete|clear|drop|erase|unset)\s+(?:about\s+)?(?:my|our)\s+(?P<key>.+)$", "personal", action="delete_key", key_mode="any"),
+    _r(
+        "my_key_is",
+        r"\b(?:my|our)\s+(?P<key>[a-z][\w\s'-]{0,40}?)\s+(?:is|are|=|will\s+be|has\s+become|became|has\s+changed\s+to|changed\s+to)\s+(?P<value>.+)$",
+        "personal",
+        key_mode="profile",
+    ),
+    _r(
+        "value_is_my_key",
+        r"^(?P<value>[^\s].{0,60}?)\s+is\s+(?:now\s+)?(?:my|our)\s+(?P<key>.+)$",
+        "personal",
+        key_mode="profile",
+    ),
+    _r(
+        "im_on",
+        r"\b(?:i'm|im|i\s+am)\s+"
+        + _EN_ADV
+        + r"(?:on|running|working\s+on|developing\s+on|coding\s+on)\s+(?P<value>.+)$",
+        "personal",
+        cats=frozenset({"os"}),
+    ),
+    _r(
+        "im_using",
+        r"\b(?:i'm|im|i\s+am)\s+" + _EN_ADV + r"using\s+(?P<value>.+)$",
+        "personal",
+        cats=_OS_EDITOR,
+        widen=True,
+    ),
+    _r(
+        "bare_on",
+        r"^(?:[\w\s]{0,24},\s*)?(?:(?:and|also|now|currently|mostly|mainly|usually|all)\s+)*on\s+(?P<value>.+)$",
+        "personal",
+        cats=frozenset({"os"}),
+    ),
+    _r(
+        "i_use",
+        r"\bi\s+" + _EN_ADV + r"(?:use|run|work\s+with|work\s+on|develop\s+on|code\s+on)\s+(?P<value>.+)$",
+        "personal",
+        cats=_OS_EDITOR,
+        widen=True,
+    ),
+    _r(
+        "i_code_in",
+        r"\bi\s+"
+        + _EN_ADV
+        + r"(?:code|program|develop|write\s+code|write\s+software|work|write)\s+in\s+(?P<value>.+)$",
+        "personal",
+        cats=frozenset({"language"}),
+    ),
+    _r(
+        "i_prefer_for",
+        r"\bi(?:'d)?\s+(?:(?:now|really|much|definitely)\s+)*(?:prefer|favou?r)\s+(?:using\s+|to\s+use\s+)?(?P<value>.+?)\s+(?:for|as)\s+(?P<det>my|our|the)?\s*(?P<key>.+)$",
+        "personal",
+        key_mode="any",
+    ),
+    _r(
+        "i_prefer",
+        r"\bi(?:'d)?\s+(?:(?:now|really|much|definitely)\s+)*(?:prefer|favou?r)\s+(?:using\s+|to\s+use\s+)?(?P<value>.+)$",
+        "personal",
+    ),
+    _r(
+        "no_longer",
+        r"\b(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+no\s+longer\s+(?:use|using|on|run|running|work\s+with|working\s+with|code\s+in|coding\s+in|write|writing)\s+(?P<value>.+)$",
+        "personal",
+        action="delete_value",
+    ),
+    _r(
+        "dont_use_anymore",
+        r"\b(?:i|we)\s+(?:don't|do\s+not|dont)\s+(?:use|run|code\s+in|write)\s+(?P<value>.+?)\s+(?:any\s*more|any\s+longer)$",
+        "personal",
+        action="delete_value",
+    ),
+    _r(
+        "stopped_using",
+        r"\b(?:i|we)(?:'ve|\s+have)?\s+(?:stopped|quit|given\s+up|gave\s+up|dropped|ditched|abandoned)\s+(?:using\s+|on\s+)?(?P<value>.+)$",
+        "personal",
+        action="delete_value",
+    ),
+    _r(
+        "forget_my",
+        r"\b(?:forget|remove|delete|clear|drop|erase|unset)\s+(?:about\s+)?(?:my|our)\s+(?P<key>.+)$",
+        "personal",
+        action="delete_key",
+        key_mode="any",
+    ),
     # --- English: changes
-    _r("switch_key_to", r"\b(?:switch|switched|switching|change|changed|changing|set|update|updated|updating|move|moved|migrate|migrated)\s+(?:" + _DET + r")?(?!from\b|to\b|over\b)(?P<key>[a-z][\w\s'-]{0,40}?)\s+(?:from\s+(?P<old>.+?)\s+)?(?:to|into)\s+(?P<value>.+)$", "change", key_mode="known"),
-    _r("switch_to", r"\b(?:i|we)(?:'ve|\s+have|\s+had|'re|\s+are|\s+am|'m)?\s+(?:(?:now|just|finally|fully|already)\s+)*(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|change|changed)\s+(?:over\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<value>.+)$", "change"),
-    _r("use_as_my", r"\b(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+)?(?:use|using)\s+(?P<value>.+?)\s+as\s+" + _DET + r"(?P<key>.+)$", "change", key_mode="known"),
+    _r(
+        "switch_key_to",
+        r"\b(?:switch|switched|switching|change|changed|changing|set|update|updated|updating|move|moved|migrate|migrated)\s+(?:"
+        + _DET
+        + r")?(?!from\b|to\b|over\b)(?P<key>[a-z][\w\s'-]{0,40}?)\s+(?:from\s+(?P<old>.+?)\s+)?(?:to|into)\s+(?P<value>.+)$",
+        "change",
+        key_mode="known",
+    ),
+    _r(
+        "switch_to",
+        r"\b(?:i|we)(?:'ve|\s+have|\s+had|'re|\s+are|\s+am|'m)?\s+(?:(?:now|just|finally|fully|already)\s+)*(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|change|changed)\s+(?:over\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<value>.+)$",
+        "change",
+    ),
+    _r(
+        "use_as_my",
+        r"\b(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+)?(?:use|using)\s+(?P<value>.+?)\s+as\s+"
+        + _DET
+        + r"(?P<key>.+)$",
+        "change",
+        key_mode="known",
+    ),
     _r("make_value_my", r"\bmake\s+(?P<value>.+?)\s+(?P<det>my|our)\s+(?P<key>.+)$", "change", key_mode="any"),
-    _r("from_now_on", r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on),?\s+(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+|please\s+)?(?:use|go\s+with|write|code\s+in|work\s+in|stick\s+with|switch\s+to)\s+(?P<value>(?:(?!\s+as\s).)+)$", "change"),
+    _r(
+        "from_now_on",
+        r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on),?\s+(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+|please\s+)?(?:use|go\s+with|write|code\s+in|work\s+in|stick\s+with|switch\s+to)\s+(?P<value>(?:(?!\s+as\s).)+)$",
+        "change",
+    ),
     # --- English: decisions
-    _r("decided", r"\b(?:(?:decided|agreed|opted|committed)\s+(?:to\s+(?:use|adopt|go\s+with|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on)|on|upon|for)|settled\s+on|standardi[sz]ed\s+on|(?:chose|picked|selected)(?:\s+to\s+use)?|decision\s*(?:is\s+to\s+use|:(?:\s*use)?))\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$", "decision", key_mode="any"),
-    _r("lets_go_with", r"\b(?:let(?:'s|s|\s+us)|we(?:'re|\s+are)(?:\s+going)?(?:\s+to)?|we(?:'ll|\s+will))\s+(?:go\s+with|going\s+with|adopt|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on|settle\s+on)\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$", "decision", key_mode="any"),
-    _r("lets_use_as", r"\blet(?:'s|s|\s+us)\s+use\s+(?P<value>.+?)\s+(?:as|for)\s+(?!now\b|good\b)(?P<key>.+)$", "decision", key_mode="any"),
+    _r(
+        "decided",
+        r"\b(?:(?:decided|agreed|opted|committed)\s+(?:to\s+(?:use|adopt|go\s+with|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on)|on|upon|for)|settled\s+on|standardi[sz]ed\s+on|(?:chose|picked|selected)(?:\s+to\s+use)?|decision\s*(?:is\s+to\s+use|:(?:\s*use)?))\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$",
+        "decision",
+        key_mode="any",
+    ),
+    _r(
+        "lets_go_with",
+        r"\b(?:let(?:'s|s|\s+us)|we(?:'re|\s+are)(?:\s+going)?(?:\s+to)?|we(?:'ll|\s+will))\s+(?:go\s+with|going\s+with|adopt|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on|settle\s+on)\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$",
+        "decision",
+        key_mode="any",
+    ),
+    _r(
+        "lets_use_as",
+        r"\blet(?:'s|s|\s+us)\s+use\s+(?P<value>.+?)\s+(?:as|for)\s+(?!now\b|good\b)(?P<key>.+)$",
+        "decision",
+        key_mode="any",
+    ),
     # --- Chinese: statements about the user
-    _r("zh_my_key_is", r"我们?的(?P<key>[^,;的]{1,12}?)(?:现在|目前|还|一直|已经)?(?:是|为|用的是|改成了|换成了|变成了|改为)(?P<value>.+)$", "personal", key_mode="profile"),
-    _r("zh_my_fav_is", r"我(?P<key>最?(?:喜欢|常用|惯用|首选)的[^,;]{1,8}?)(?:是|为)(?P<value>.+)$", "personal", key_mode="profile"),
-    _r("zh_key_is", r"^(?:还有|而且|并且)?(?P<key>[^,;\s]{1,8}?)(?:是|为|用的是)(?P<value>.+)$", "personal", key_mode="known"),
+    _r(
+        "zh_my_key_is",
+        r"我们?的(?P<key>[^,;的]{1,12}?)(?:现在|目前|还|一直|已经)?(?:是|为|用的是|改成了|换成了|变成了|改为)(?P<value>.+)$",
+        "personal",
+        key_mode="profile",
+    ),
+    _r(
+        "zh_my_fav_is",
+        r"我(?P<key>最?(?:喜欢|常用|惯用|首选)的[^,;]{1,8}?)(?:是|为)(?P<value>.+)$",
+        "personal",
+        key_mode="profile",
+    ),
+    _r(
+        "zh_key_is",
+        r"^(?:还有|而且|并且)?(?P<key>[^,;\s]{1,8}?)(?:是|为|用的是)(?P<value>.+)$",
+        "personal",
+        key_mode="known",
+    ),
     _r("zh_value_is_my_key", r"^(?P<value>[^,;]{1,40}?)是我们?的(?P<key>[^,;]+)$", "personal", key_mode="profile"),
-    _r("zh_i_use", _ZH_ME + _ZH_ADV + r"在?(?:使用的是|用的是|使用|用)(?:的是|着)?(?P<value>.+)$", "personal", cats=_OS_EDITOR, widen=True),
-    _r("zh_i_am_on", _ZH_ME + r"(?:现在|目前|平时|一般|主要|通常|都)*在(?P<value>[^,;上]+)上", "personal", cats=frozenset({"os"})),
+    _r(
+        "zh_i_use",
+        _ZH_ME + _ZH_ADV + r"在?(?:使用的是|用的是|使用|用)(?:的是|着)?(?P<value>.+)$",
+        "personal",
+        cats=_OS_EDITOR,
+        widen=True,
+    ),
+    _r(
+        "zh_i_am_on",
+        _ZH_ME + r"(?:现在|目前|平时|一般|主要|通常|都)*在(?P<value>[^,;上]+)上",
+        "personal",
+        cats=frozenset({"os"}),
+    ),
     _r("zh_bare_use", r"^(?:现在|目前)?(?:用的是|在用|使用的是)(?P<value>.+)$", "personal", cats=_OS_EDITOR),
     _r("zh_prefer", _ZH_ME + r"(?:更|比较|最)?(?:喜欢|偏好|习惯|倾向于)(?:用|使用)?(?P<value>.+)$", "personal"),
-    _r("zh_no_longer", r"(?:我们?)?(?:已经|现在)?(?:不再|再也不)(?:使用|用)(?P<value>.+?)了?$", "personal", action="delete_value"),
+    _r(
+        "zh_no_longer",
+        r"(?:我们?)?(?:已经|现在)?(?:不再|再也不)(?:使用|用)(?P<value>.+?)了?$",
+        "personal",
+        action="delete_value",
+    ),
     _r("zh_dont_use_le", _ZH_ME + r"(?:已经|现在)?不(?:用|使用)(?P<value>.+?)了$", "personal", action="delete_value"),
     _r("zh_abandon", r"(?:弃用|停用|放弃使用|放弃)(?P<value>.+?)了?$", "personal", action="delete_value"),
-    _r("zh_forget_my", r"(?:忘掉|忘记|忘了|删除|删掉|清除|去掉|移除)(?:我们?的)(?P<key>[^,;]+)$", "personal", action="delete_key", key_mode="any"),
+    _r(
+        "zh_forget_my",
+        r"(?:忘掉|忘记|忘了|删除|删掉|清除|去掉|移除)(?:我们?的)(?P<key>[^,;]+)$",
+        "personal",
+        action="delete_key",
+        key_mode="any",
+    ),
     # --- Chinese: changes
-    _r("zh_ba_change", r"把(?P<det>我们?的|我们)?(?P<key>[^,;]{1,12}?)都?" + _ZH_CHANGE + r"(?P<value>.+)$", "change", key_mode="known"),
-    _r("zh_key_change", r"^(?:以后|今后|现在)?(?P<det>我们?的)?(?P<key>[^,;]{1,8}?)" + _ZH_CHANGE + r"(?P<value>.+)$", "change", key_mode="known"),
-    _r("zh_use_as", r"(?:用|使用|采用|改用)(?P<value>[^,;]+?)" + _ZH_AS + r"(?P<det>我们?的|团队的)?(?P<key>[^,;]+)$", "change", key_mode="known"),
-    _r("zh_from_now_on", r"(?:以后|今后|从现在开始|从现在起|从今天起)[,\s]*我?们?(?:都|就)?(?:用|使用|改用|换用)(?P<value>[^,;]+)$", "change"),
-    _r("zh_switch_to", _ZH_ME + r"(?:已经|现在)?(?:从(?P<old>[^,;]+?))?(?:改用|换用|切换到|迁移到|转到|换成了|改成了|换到|迁移|切换|换|转|改)(?:到|成|为)?(?P<value>.+)$", "change"),
+    _r(
+        "zh_ba_change",
+        r"把(?P<det>我们?的|我们)?(?P<key>[^,;]{1,12}?)都?" + _ZH_CHANGE + r"(?P<value>.+)$",
+        "change",
+        key_mode="known",
+    ),
+    _r(
+        "zh_key_change",
+        r"^(?:以后|今后|现在)?(?P<det>我们?的)?(?P<key>[^,;]{1,8}?)" + _ZH_CHANGE + r"(?P<value>.+)$",
+        "change",
+        key_mode="known",
+    ),
+    _r(
+        "zh_use_as",
+        r"(?:用|使用|采用|改用)(?P<value>[^,;]+?)" + _ZH_AS + r"(?P<det>我们?的|团队的)?(?P<key>[^,;]+)$",
+        "change",
+        key_mode="known",
+    ),
+    _r(
+        "zh_from_now_on",
+        r"(?:以后|今后|从现在开始|从现在起|从今天起)[,\s]*我?们?(?:都|就)?(?:用|使用|改用|换用)(?P<value>[^,;]+)$",
+        "change",
+    ),
+    _r(
+        "zh_switch_to",
+        _ZH_ME
+        + r"(?:已经|现在)?(?:从(?P<old>[^,;]+?))?(?:改用|换用|切换到|迁移到|转到|换成了|改成了|换到|迁移|切换|换|转|改)(?:到|成|为)?(?P<value>.+)$",
+        "change",
+    ),
     # --- Chinese: decisions
-    _r("zh_decided", r"(?:决定|敲定|定下来|一致同意)了?(?:采用|使用|用|选用|选择|改用|换用|上)(?P<value>[^,;]+?)(?:" + _ZH_AS + r"(?:我们的|团队的|项目的|我的)?(?P<key>[^,;]+))?$", "decision", key_mode="any"),
+    _r(
+        "zh_decided",
+        r"(?:决定|敲定|定下来|一致同意)了?(?:采用|使用|用|选用|选择|改用|换用|上)(?P<value>[^,;]+?)(?:"
+        + _ZH_AS
+        + r"(?:我们的|团队的|项目的|我的)?(?P<key>[^,;]+))?$",
+        "decision",
+        key_mode="any",
+    ),
 ]
 
 
@@ -690,9 +896,7 @@ class RuleExtractor:
             return None
         return None if any(w in _ARTIFACTS for w in key.split("_")) else key
 
-    def _apply(
-        self, rule: _Rule, m: re.Match[str], state: Mapping[str, str]
-    ) -> list[tuple[str, str, str | None]]:
+    def _apply(self, rule: _Rule, m: re.Match[str], state: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
         raw_key = _group(m, "key")
         raw_value = _group(m, "value") or ""
         if rule.action == "delete_key":
@@ -779,7 +983,7 @@ def _json_data(obj: object) -> str:
 
 def _iso(us: Any) -> str | None:
     try:
-        return datetime.fromtimestamp(int(us) / 1e6, tz=timezone.utc).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(int(us) / 1e6, tz=UTC).isoformat(timespec="seconds")
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 

@@ -31,7 +31,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from types import MappingProxyType
 from typing import Protocol
 
@@ -70,7 +70,7 @@ _NO_ALIASES: Mapping[str, Sequence[str]] = MappingProxyType({})
 
 # ============================================================================ time expressions
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _UNITS = ("hour", "day", "week", "month", "year")
 _Range = tuple[datetime, datetime]  # aware datetimes, half-open
@@ -122,9 +122,9 @@ class _Clock:
         """The calendar `unit` (hour, day, Monday-Sunday week, month, year) `n` units back."""
         t = self.today
         if unit == "hour":  # the local clock hour, measured in real time
-            start = (self.now.astimezone(timezone.utc) - timedelta(hours=n)).astimezone(self.tz)
+            start = (self.now.astimezone(UTC) - timedelta(hours=n)).astimezone(self.tz)
             start = start.replace(minute=0, second=0, microsecond=0)
-            return start, start.astimezone(timezone.utc) + timedelta(hours=1)
+            return start, start.astimezone(UTC) + timedelta(hours=1)
         if unit == "day":
             return self.days(t - timedelta(days=n))
         if unit == "week":
@@ -139,7 +139,7 @@ class _Clock:
         if unit in ("day", "week"):
             start = now - timedelta(days=n * (7 if unit == "week" else 1))
         elif unit == "hour":
-            start = now.astimezone(timezone.utc) - timedelta(hours=n)
+            start = now.astimezone(UTC) - timedelta(hours=n)
         else:
             start = _minus_months(now, n * (12 if unit == "year" else 1))
         return start, now + _US
@@ -199,7 +199,7 @@ class _Found:
 
 
 def _unit(word: str) -> str:
-    """"days" → "day"."""
+    """ "days" → "day"."""
     return next(u for u in _UNITS if word.lower().startswith(u))
 
 
@@ -210,7 +210,20 @@ _EN_NUMBERS = {
         "fifteen sixteen seventeen eighteen nineteen twenty".split()
     )
 } | {"a": 1, "an": 1, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 
 
 def _en_int(s: str) -> int:
@@ -238,9 +251,11 @@ def _zh_int(s: str) -> int:
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ZH_WEEKDAYS = {c: i for i, c in enumerate("一二三四五六日")} | {"天": 6} | {str(i + 1): i for i in range(7)}
-_MONTHS = {calendar.month_name[i].lower(): i for i in range(1, 13)} | {
-    calendar.month_abbr[i].lower(): i for i in range(1, 13)
-} | {"sept": 9}
+_MONTHS = (
+    {calendar.month_name[i].lower(): i for i in range(1, 13)}
+    | {calendar.month_abbr[i].lower(): i for i in range(1, 13)}
+    | {"sept": 9}
+)
 _ZH_OFFSETS = {"上上": -2, "上": -1, "本": 0, "这": 0, "大前年": -3, "前年": -2, "去年": -1, "今年": 0}
 
 # regex building blocks; English words are delimited by Latin boundaries so they also match inside
@@ -456,7 +471,11 @@ _RULES: tuple[_Rule, ...] = (
     _zh(("前",), r"(?<!\d)" + _ZN + r"\s*" + _ZUNIT + "(?:以|之)?前", lambda m, c: c.ago(_zh_unit(m), _zh_int(m["n"]))),
     _zh(
         ("近", "过去"),
-        r"(?:最近|过去|近)的?\s*" + _ZN.replace("(?P<n>", "(?P<n>半|") + r"\s*" + _ZUNIT_LOOSE + "(?:以来|之内|以内|内|里|来)?",
+        r"(?:最近|过去|近)的?\s*"
+        + _ZN.replace("(?P<n>", "(?P<n>半|")
+        + r"\s*"
+        + _ZUNIT_LOOSE
+        + "(?:以来|之内|以内|内|里|来)?",
         _zh_rolling,
     ),
     _zh(("内", "以来"), r"(?<!\d)" + _ZN + r"\s*" + _ZUNIT + "(?:以来|之内|以内|内)", _zh_rolling),
@@ -550,7 +569,7 @@ def _wrapped(
 
 def _clock(now: datetime, tz: tzinfo) -> _Clock:
     if now.tzinfo is None:  # naive means UTC, as everywhere in trimem
-        now = now.replace(tzinfo=timezone.utc)
+        now = now.replace(tzinfo=UTC)
     return _Clock(now.astimezone(tz), tz)
 
 
@@ -563,7 +582,7 @@ def _resolve(found: list[_Found], text: str) -> tuple[tuple[int, int], str, tupl
 
 
 def parse_time_range(
-    text: str, *, now: datetime, tz: tzinfo = timezone.utc
+    text: str, *, now: datetime, tz: tzinfo = UTC
 ) -> tuple[tuple[int, int], str, tuple[int, int]] | None:
     """The time range a text mentions, read in `tz` relative to `now` (naive `now` = UTC).
 
@@ -617,7 +636,8 @@ _EN_STOP = frozenset(
 # "write me a script …": the deliverable noun after an instruction verb is part of the instruction
 _INSTRUCTION = _re(
     _L + r"(?:write|create|generate|make|draft|give|produce|build)\s+(?:(?:me|us)\s+)?(?:(?:a|an|the|some)\s+)?"
-    r"(?:(?:quick|simple|small|short|new|little)\s+)?(?:script|function|program|snippet|code|command)s?" + _R
+    r"(?:(?:quick|simple|small|short|new|little)\s+)?(?:script|function|program|snippet|code|command)s?"
+    + _R
     + r"|(?:请|麻烦)?你?(?:帮我们|帮我|给我|替我|为我)?写一?[个份段]?(?:简单的|小)?(?:脚本|程序|函数|代码|命令)"
 )
 # Chinese filler, cut out of CJK runs by forward maximum matching; _ZH_KEEP protects common words
@@ -670,7 +690,7 @@ def _zh_segments(run: str) -> list[str]:
 
 
 def _language(text: str) -> str:
-    """"zh" when CJK dominates (a CJK character counts as two Latin letters), "en" with none."""
+    """ "zh" when CJK dominates (a CJK character counts as two Latin letters), "en" with none."""
     cjk = len(_CJK_CHAR.findall(text))
     if not cjk:
         return "en"
@@ -776,7 +796,7 @@ class RuleRewriter:
         query: str,
         *,
         now: datetime,
-        tz: tzinfo = timezone.utc,
+        tz: tzinfo = UTC,
         aliases: Mapping[str, Sequence[str]] = _NO_ALIASES,
     ) -> MemoryIntent:
         found = _find_time(query, _clock(now, tz))
@@ -866,7 +886,7 @@ class LLMRewriter:
         query: str,
         *,
         now: datetime,
-        tz: tzinfo = timezone.utc,
+        tz: tzinfo = UTC,
         aliases: Mapping[str, Sequence[str]] = _NO_ALIASES,
     ) -> MemoryIntent:
         base = self.fallback(query, now=now, tz=tz, aliases=aliases)

@@ -101,9 +101,7 @@ class Classifier(Protocol):
     """Anything that routes one item: returns a :class:`Route` or a mapping with its fields
     (``layer`` required; ``kind``, ``importance``, ``reason``, ``language`` get defaults)."""
 
-    def __call__(
-        self, text: str, *, context: Mapping[str, Any] | None = None
-    ) -> Route | Mapping[str, Any]: ...
+    def __call__(self, text: str, *, context: Mapping[str, Any] | None = None) -> Route | Mapping[str, Any]: ...
 
 
 # ============================================================================ input checks
@@ -220,17 +218,103 @@ def _words(*alts: str) -> str:
 
 # Whole-message acknowledgements, greetings and filler: nothing to keep beyond this turn.
 _FILLER_WORDS: Final = _words(
-    r"ok(?:ay)?", "k+", "sure", "yes", "yeah", "yep", "yup", "no", "nope", "nah", "thanks",
-    "thank you(?: so much| very much)?", "thx", "ty", "got it", "gotcha", "cool", "great", "nice",
-    "awesome", "perfect", "alright", "all right", "right", "fine", "h+m+", "u+h+", "u+m+", "a+h+",
-    "o+h+", "lol", "(?:ha)+h?", "hi", "hello", "hey", "hi there", "hello there", "hey there", "bye",
-    "goodbye", "see you", "good (?:morning|afternoon|evening|night)", "sounds good", "makes sense",
-    "i see", "understood", "noted", "will do", "no problem", "np", "you're welcome", "wow", "oops",
-    "sorry", "please", "go ahead", "go on", "continue",
+    r"ok(?:ay)?",
+    "k+",
+    "sure",
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "no",
+    "nope",
+    "nah",
+    "thanks",
+    "thank you(?: so much| very much)?",
+    "thx",
+    "ty",
+    "got it",
+    "gotcha",
+    "cool",
+    "great",
+    "nice",
+    "awesome",
+    "perfect",
+    "alright",
+    "all right",
+    "right",
+    "fine",
+    "h+m+",
+    "u+h+",
+    "u+m+",
+    "a+h+",
+    "o+h+",
+    "lol",
+    "(?:ha)+h?",
+    "hi",
+    "hello",
+    "hey",
+    "hi there",
+    "hello there",
+    "hey there",
+    "bye",
+    "goodbye",
+    "see you",
+    "good (?:morning|afternoon|evening|night)",
+    "sounds good",
+    "makes sense",
+    "i see",
+    "understood",
+    "noted",
+    "will do",
+    "no problem",
+    "np",
+    "you're welcome",
+    "wow",
+    "oops",
+    "sorry",
+    "please",
+    "go ahead",
+    "go on",
+    "continue",
     # Chinese
-    "好", "好的", "好吧", "好滴", "行", "行吧", "可以", "嗯+", "哦+", "噢", "喔", "啊", "哈+", "呵呵",
-    "收到", "明白了?", "知道了", "懂了", "了解", "谢谢你?", "多谢", "谢啦", "感谢", "你好", "您好", "嗨",
-    "哈喽", "早", "早上好", "晚安", "再见", "拜拜", "没问题", "对的?", "是的?", "没事", "不客气", "继续",
+    "好",
+    "好的",
+    "好吧",
+    "好滴",
+    "行",
+    "行吧",
+    "可以",
+    "嗯+",
+    "哦+",
+    "噢",
+    "喔",
+    "啊",
+    "哈+",
+    "呵呵",
+    "收到",
+    "明白了?",
+    "知道了",
+    "懂了",
+    "了解",
+    "谢谢你?",
+    "多谢",
+    "谢啦",
+    "感谢",
+    "你好",
+    "您好",
+    "嗨",
+    "哈喽",
+    "早",
+    "早上好",
+    "晚安",
+    "再见",
+    "拜拜",
+    "没问题",
+    "对的?",
+    "是的?",
+    "没事",
+    "不客气",
+    "继续",
 )
 _FILLER: Final = re.compile(rf"(?:{_FILLER_WORDS})(?:[\s,.!~]*(?:{_FILLER_WORDS}))*")
 
@@ -268,7 +352,9 @@ _WORKING: Final = (
         ),
     ),
     _Cue(
-        re.compile(r"\b(?:currently|right\s+now|at\s+the\s+moment|for\s+the\s+moment|atm|in\s+a\s+(?:sec|second|minute|moment))\b"),
+        re.compile(
+            r"\b(?:currently|right\s+now|at\s+the\s+moment|for\s+the\s+moment|atm|in\s+a\s+(?:sec|second|minute|moment))\b"
+        ),
         _cues("currently now moment atm sec second minute"),
     ),
     # a status that will change: "the server is down", "CI is red again", "页面卡住了"
@@ -304,17 +390,22 @@ _TIME: Final = _Cue(
         r"(?:minutes?|hours?|days?|weeks?|months?|years?)\s+ago"
         rf"|(?:on|this)\s+(?:{_WEEKDAYS.replace(' ', '|')}))\b"
     ),
-    _cues(f"yesterday today tonight tomorrow night now morning afternoon evening week weekend month year time ago "
-          f"{_WEEKDAYS}"),
+    _cues(
+        f"yesterday today tonight tomorrow night now morning afternoon evening week weekend month year time ago "
+        f"{_WEEKDAYS}"
+    ),
     re.compile(
         r"昨天|前天|今天|今早|今晚|昨晚|明天|后天|刚才|刚刚|早上|上午|中午|下午|晚上|上周|上星期|上个?月"
         r"|本周|这周|下周|去年|前几天|最近|周[一二三四五六日天]|星期[一二三四五六日天]"
     ),
     # "三天前", "两个月以前": a numeral run is tried at every position, so only when 前 occurs
     # (the look-behind starts a numeral run only once, so a long run is not rescanned from each digit)
-    zh_if=("前", re.compile(
-        r"(?<![一二两三四五六七八九十几])[一二两三四五六七八九十几]+\s*(?:分钟|小时|天|周|个?星期|个?月|年)(?:前|以前|之前)"
-    )),
+    zh_if=(
+        "前",
+        re.compile(
+            r"(?<![一二两三四五六七八九十几])[一二两三四五六七八九十几]+\s*(?:分钟|小时|天|周|个?星期|个?月|年)(?:前|以前|之前)"
+        ),
+    ),
     # "3 days ago", "at 10:30", "10am", "2026-10-01", "3天前", "12月1日"
     num=re.compile(
         r"\b(?:\d+\s+(?:minutes?|hours?|days?|weeks?|months?|years?)\s+ago"
@@ -325,12 +416,73 @@ _TIME: Final = _Cue(
 
 # Irregular past forms that cannot be read as present ("read", "put", "set" can, so they are out).
 _IRREGULAR_PAST: Final = _words(
-    "went", "ran", "made", "wrote", "built", "rebuilt", "rewrote", "found", "got", "saw", "met",
-    "took", "gave", "sent", "did", "had", "broke", "began", "bought", "brought", "caught", "chose",
-    "came", "drove", "ate", "fell", "felt", "forgot", "left", "lost", "paid", "said", "sold", "spent",
-    "spoke", "told", "thought", "threw", "won", "was", "were", "kept", "knew", "led", "heard", "held",
-    "spun", "flew", "froze", "grew", "hid", "meant", "rode", "sat", "shot", "slept", "stood", "stole",
-    "taught", "tore", "understood", "woke", "wore", "undid", "overrode", "withdrew", "dug",
+    "went",
+    "ran",
+    "made",
+    "wrote",
+    "built",
+    "rebuilt",
+    "rewrote",
+    "found",
+    "got",
+    "saw",
+    "met",
+    "took",
+    "gave",
+    "sent",
+    "did",
+    "had",
+    "broke",
+    "began",
+    "bought",
+    "brought",
+    "caught",
+    "chose",
+    "came",
+    "drove",
+    "ate",
+    "fell",
+    "felt",
+    "forgot",
+    "left",
+    "lost",
+    "paid",
+    "said",
+    "sold",
+    "spent",
+    "spoke",
+    "told",
+    "thought",
+    "threw",
+    "won",
+    "was",
+    "were",
+    "kept",
+    "knew",
+    "led",
+    "heard",
+    "held",
+    "spun",
+    "flew",
+    "froze",
+    "grew",
+    "hid",
+    "meant",
+    "rode",
+    "sat",
+    "shot",
+    "slept",
+    "stood",
+    "stole",
+    "taught",
+    "tore",
+    "understood",
+    "woke",
+    "wore",
+    "undid",
+    "overrode",
+    "withdrew",
+    "dug",
 )
 _PAST: Final = _Cue(
     # "I/we" (or "I've", "we had") then adverbs then a past form; a regular one ends in "-ed" but
@@ -379,9 +531,13 @@ _EN_IS: Final = re.compile(
 # First words that can open the English fact shapes: the rest skip those patterns.
 _IS_STARTS: Final = frozenset("my our the this user's team's project's company's".split())
 _NAME_STARTS: Final = frozenset("call i'm i my".split())
-_FACT_OPENERS: Final = _IS_STARTS | _NAME_STARTS | frozenset(
-    "please remember note important importantly fyi btw by tip update heads reminder p.s ps don't do "
-    "never keep for hi hello hey ok okay so well also actually anyway oh".split()
+_FACT_OPENERS: Final = (
+    _IS_STARTS
+    | _NAME_STARTS
+    | frozenset(
+        "please remember note important importantly fyi btw by tip update heads reminder p.s ps don't do "
+        "never keep for hi hello hey ok okay so well also actually anyway oh".split()
+    )
 )
 # A name: "call me Ana", "I'm called Ana" (capitalised, so "call me later" is no name).
 _EN_NAME: Final = re.compile(
@@ -448,11 +604,27 @@ _PROFILE_KEYS: Final = frozenset(
 )
 # Keys reflect's table lacks: explicit Chinese and English names for common profile fields.
 _BUILTIN_ALIASES: Final = {
-    "用户偏好": "preference", "偏好": "preference", "喜好": "preference", "preference": "preference",
-    "手机": "phone", "手机号": "phone", "手机号码": "phone", "电话": "phone", "电话号码": "phone",
-    "phone number": "phone", "生日": "birthday", "地址": "address", "住址": "address",
-    "公司": "company", "爱好": "hobby", "密码": "password", "主题": "theme", "职位": "job_title",
-    "job title": "job_title", "api key": "api_key", "api 密钥": "api_key",
+    "用户偏好": "preference",
+    "偏好": "preference",
+    "喜好": "preference",
+    "preference": "preference",
+    "手机": "phone",
+    "手机号": "phone",
+    "手机号码": "phone",
+    "电话": "phone",
+    "电话号码": "phone",
+    "phone number": "phone",
+    "生日": "birthday",
+    "地址": "address",
+    "住址": "address",
+    "公司": "company",
+    "爱好": "hobby",
+    "密码": "password",
+    "主题": "theme",
+    "职位": "job_title",
+    "job title": "job_title",
+    "api key": "api_key",
+    "api 密钥": "api_key",
 }
 _KEY_OK: Final = re.compile(r"[a-z][a-z0-9_]{0,63}|(?=.*[\u3400-\u9fff])[a-z0-9_\u3400-\u9fff]{1,12}")
 # Credential-like or contact facts: costly to lose, so kept high.
@@ -504,7 +676,9 @@ _PREFERENCE: Final = _Cue(
 )
 
 # Speaker or listener named: without them (and without time) a statement is general knowledge.
-_PERSON_WORDS: Final = _cues("i i'm i've i'd i'll me my mine we we're we've we'll we'd us our you you're your yours let's")
+_PERSON_WORDS: Final = _cues(
+    "i i'm i've i'd i'll me my mine we we're we've we'll we'd us our you you're your yours let's"
+)
 _ZH_PERSON: Final = re.compile(r"[我你您咱]")
 
 # ============================================================================ rules: importance
@@ -522,7 +696,9 @@ _INCIDENT: Final = _Cue(
         r"\b(?:error|errors|failed|failure|fails|outage|incident|bug|crash(?:ed)?|broke|broken|rollback|"
         r"rolled\s+back|data\s+loss|leak(?:ed)?)\b"
     ),
-    _cues("error errors failed failure fails outage incident bug crash crashed broke broken rollback rolled loss leak leaked"),
+    _cues(
+        "error errors failed failure fails outage incident bug crash crashed broke broken rollback rolled loss leak leaked"
+    ),
     re.compile(r"报错|失败|故障|宕机|崩溃|回滚|事故|泄露"),
 )
 # Only text with one of these words can read as an instruction to the model; the rest skips
@@ -629,9 +805,7 @@ class RuleRouter:
     ('semantic', 'fact', 'email', 'a@b.com', 'zh')
     """
 
-    def __init__(
-        self, *, aliases: Mapping[str, str] | None = None, extractor: Extractor | None = None
-    ) -> None:
+    def __init__(self, *, aliases: Mapping[str, str] | None = None, extractor: Extractor | None = None) -> None:
         self._aliases = dict(_BUILTIN_ALIASES)
         for phrase, key in (aliases or {}).items():
             if not isinstance(phrase, str) or not isinstance(key, str) or not _KEY_OK.fullmatch(key):
@@ -1029,9 +1203,7 @@ class LLMRouter:
 _DEFAULT: Final = RuleRouter()
 
 
-def route(
-    text: str, *, classifier: Classifier | None = None, context: Mapping[str, Any] | None = None
-) -> Route:
+def route(text: str, *, classifier: Classifier | None = None, context: Mapping[str, Any] | None = None) -> Route:
     """Route one item: check ``text`` (a non-empty string), run ``classifier`` (default
     :class:`RuleRouter`), validate its answer into a :class:`Route` and keep a layer the caller
     forced with ``context={"layer": ...}``. Bad input raises

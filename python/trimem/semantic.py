@@ -92,11 +92,19 @@ class Facts:
             return FactChange(op="noop", key=key, value=value, old_value=value, source=list(source))
         op = OpFact(agent_id, user_id, key, value, now_micros(at), [int(s) for s in source])
         self._m._commit(op)
-        return FactChange(op="update" if old else "set", key=key, value=value,
-                          old_value=old.value if old else None, source=op.source)
+        return FactChange(
+            op="update" if old else "set", key=key, value=value, old_value=old.value if old else None, source=op.source
+        )
 
-    def delete(self, key: str, *, user_id: str, agent_id: str = "default", source: Iterable[int] = (),
-               at: TimeLike | None = None) -> FactChange:
+    def delete(
+        self,
+        key: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        source: Iterable[int] = (),
+        at: TimeLike | None = None,
+    ) -> FactChange:
         agent_id, user_id = self._scope(user_id, agent_id)
         old = self._current.get((agent_id, user_id, check_key(key)))
         if old is None:
@@ -142,8 +150,13 @@ class Facts:
         # The Fact gets its own copy of the history: what a caller holds never changes later,
         # and nothing a caller does to it reaches the memory.
         self._current[fk] = Fact(
-            key=op.key, value=op.value, updated_at=op.at, version=(old.version + 1) if old else 1,
-            history=list(versions), source=op.source, pinned=fk in self._pinned,
+            key=op.key,
+            value=op.value,
+            updated_at=op.at,
+            version=(old.version + 1) if old else 1,
+            history=list(versions),
+            source=op.source,
+            pinned=fk in self._pinned,
         )
 
     def _apply_alias(self, op: OpAlias) -> None:
@@ -157,8 +170,9 @@ class Facts:
         (self._pinned.add if op.pinned else self._pinned.discard)(fk)
         fact = self._current.get(fk)
         if fact is not None:
-            self._current[fk] = Fact(fact.key, fact.value, fact.updated_at, fact.version, fact.history,
-                                     fact.source, op.pinned)
+            self._current[fk] = Fact(
+                fact.key, fact.value, fact.updated_at, fact.version, fact.history, fact.source, op.pinned
+            )
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -180,8 +194,9 @@ class Facts:
                 return v.value
         return None
 
-    def _as_of_many(self, current: list[Fact], t: int, keys: Iterable[str], *, user_id: str,
-                    agent_id: str) -> list[Fact]:
+    def _as_of_many(
+        self, current: list[Fact], t: int, keys: Iterable[str], *, user_id: str, agent_id: str
+    ) -> list[Fact]:
         """The facts of `current` and `keys` as they stood at time `t` (a point-in-time recall):
         each with the value it held then, none that was unset or deleted then."""
         out: list[Fact] = []
@@ -191,15 +206,24 @@ class Facts:
             v = held[-1] if held else None
             if v is None or v.op == "delete" or v.value is None:
                 continue
-            out.append(Fact(key=key, value=v.value, updated_at=v.valid_from, version=len(held),
-                            history=list(held), source=v.source,
-                            pinned=(agent_id, user_id, key) in self._pinned))
+            out.append(
+                Fact(
+                    key=key,
+                    value=v.value,
+                    updated_at=v.valid_from,
+                    version=len(held),
+                    history=list(held),
+                    source=v.source,
+                    pinned=(agent_id, user_id, key) in self._pinned,
+                )
+            )
         return out
 
     def list(self, *, user_id: str, agent_id: str = "default") -> list[Fact]:
         self._scope(user_id, agent_id)
-        return sorted((f for (a, u, _), f in self._current.items() if a == agent_id and u == user_id),
-                      key=lambda f: f.key)
+        return sorted(
+            (f for (a, u, _), f in self._current.items() if a == agent_id and u == user_id), key=lambda f: f.key
+        )
 
     def pinned(self, *, user_id: str, agent_id: str = "default") -> builtins.list[Fact]:
         return [f for f in self.list(user_id=user_id, agent_id=agent_id) if f.pinned]
@@ -220,8 +244,11 @@ class Facts:
     # -- snapshots -----------------------------------------------------------------------------
 
     def _state(self) -> FactsState:
-        return FactsState(history=[(a, u, k, v) for (a, u, k), v in self._history.items()],
-                          pinned=sorted(self._pinned), aliases=self._aliases)
+        return FactsState(
+            history=[(a, u, k, v) for (a, u, k), v in self._history.items()],
+            pinned=sorted(self._pinned),
+            aliases=self._aliases,
+        )
 
     def _load_state(self, st: FactsState) -> None:
         """Restores facts from a snapshot: histories as saved, current values replayed from them
@@ -239,9 +266,15 @@ class Facts:
                 if v.op == "delete":
                     current = None
                 else:
-                    current = Fact(key=key, value=v.value or "", updated_at=v.valid_from,
-                                   version=current.version + 1 if current else 1, history=history,
-                                   source=v.source, pinned=fk in self._pinned)
+                    current = Fact(
+                        key=key,
+                        value=v.value or "",
+                        updated_at=v.valid_from,
+                        version=current.version + 1 if current else 1,
+                        history=history,
+                        source=v.source,
+                        pinned=fk in self._pinned,
+                    )
             if current is not None:
                 self._current[fk] = msgspec.structs.replace(current, history=list(history))
 
@@ -252,12 +285,14 @@ class Facts:
             return
         for fk, versions in self._history.items():
             if any(gone.intersection(v.source) for v in versions):
-                versions[:] = [msgspec.structs.replace(v, source=[i for i in v.source if i not in gone])
-                               for v in versions]
+                versions[:] = [
+                    msgspec.structs.replace(v, source=[i for i in v.source if i not in gone]) for v in versions
+                ]
                 fact = self._current.get(fk)
                 if fact is not None:
                     self._current[fk] = msgspec.structs.replace(
-                        fact, history=list(versions), source=[i for i in fact.source if i not in gone])
+                        fact, history=list(versions), source=[i for i in fact.source if i not in gone]
+                    )
 
     def _remove_keys(self, keys: Iterable[tuple[str, str, str]]) -> None:
         """Hard-deletes facts with their history (retention ran out)."""
@@ -292,8 +327,19 @@ class KnowledgeBase:
         timestamp: TimeLike | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> KnowledgeDoc:
-        return self.add_many([dict(text=text, agent_id=agent_id, user_id=user_id, source=source,
-                                   title=title, timestamp=timestamp, metadata=metadata)])[0]
+        return self.add_many(
+            [
+                dict(
+                    text=text,
+                    agent_id=agent_id,
+                    user_id=user_id,
+                    source=source,
+                    title=title,
+                    timestamp=timestamp,
+                    metadata=metadata,
+                )
+            ]
+        )[0]
 
     def add_many(self, items: Sequence[dict[str, Any]]) -> list[KnowledgeDoc]:
         """Adds documents in one batch (bulk preload)."""
@@ -315,14 +361,21 @@ class KnowledgeBase:
                         prev = m._knowledge_doc(prev_id)
                         replaces.append(prev_id)
                         version = (prev.version + 1) if prev else 2
-                docs.append(KnowledgeDoc(
-                    id=m._next_id(), agent_id=agent_id, text=text,
-                    timestamp=now_micros(it.get("timestamp")), source=source, user_id=user_id,
-                    title=it.get("title"), version=version, metadata=dict(it.get("metadata") or {}),
-                ))
+                docs.append(
+                    KnowledgeDoc(
+                        id=m._next_id(),
+                        agent_id=agent_id,
+                        text=text,
+                        timestamp=now_micros(it.get("timestamp")),
+                        source=source,
+                        user_id=user_id,
+                        title=it.get("title"),
+                        version=version,
+                        metadata=dict(it.get("metadata") or {}),
+                    )
+                )
             vectors = m._embed([d.text if not d.title else f"{d.title}\n{d.text}" for d in docs])
-            m._commit(OpKnowledge(docs=docs, vectors=None if vectors is None else vectors.tobytes(),
-                                  replaces=replaces))
+            m._commit(OpKnowledge(docs=docs, vectors=None if vectors is None else vectors.tobytes(), replaces=replaces))
             return docs
 
     def get(self, doc_id: int) -> KnowledgeDoc:
@@ -331,8 +384,15 @@ class KnowledgeBase:
             raise UnknownIdError(f"no knowledge document with id {doc_id}")
         return doc
 
-    def search(self, query: str, *, agent_id: str = "default", user_id: str | None = None, k: int = 5,
-               vector: np.ndarray | None = None) -> list[RecalledKnowledge]:
+    def search(
+        self,
+        query: str,
+        *,
+        agent_id: str = "default",
+        user_id: str | None = None,
+        k: int = 5,
+        vector: np.ndarray | None = None,
+    ) -> list[RecalledKnowledge]:
         """Hybrid search over the agent's shared documents and, with `user_id`, that user's
         private ones. Never time-filtered: the latest policy applies to any question."""
         return self._m._search_knowledge(query, vector, agent_id=agent_id, user_id=user_id, k=k, now=now_micros(None))

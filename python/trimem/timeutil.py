@@ -11,11 +11,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 
 from trimem.errors import InvalidArgumentError
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 TimeLike = datetime | int
 
@@ -28,7 +28,7 @@ def to_micros(t: TimeLike) -> int:
         return t
     if isinstance(t, datetime):
         if t.tzinfo is None:
-            t = t.replace(tzinfo=timezone.utc)
+            t = t.replace(tzinfo=UTC)
         delta = t - _EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     raise InvalidArgumentError(
@@ -45,14 +45,14 @@ def to_micros_range(tr: tuple[TimeLike, TimeLike] | None) -> tuple[int, int] | N
     return to_micros(tr[0]), to_micros(tr[1])
 
 
-def from_micros(us: int, tz: tzinfo = timezone.utc) -> datetime:
+def from_micros(us: int, tz: tzinfo = UTC) -> datetime:
     """The aware datetime for `us` microseconds since the epoch, in `tz`."""
     return datetime.fromtimestamp(us // 1_000_000, tz).replace(microsecond=us % 1_000_000)
 
 
 def now_micros(now: TimeLike | None = None) -> int:
     """`now` as microseconds, or the current time when `now` is None."""
-    return to_micros(now) if now is not None else to_micros(datetime.now(timezone.utc))
+    return to_micros(now) if now is not None else to_micros(datetime.now(UTC))
 
 
 def as_datetime(now: TimeLike | None, tz: tzinfo) -> datetime:

@@ -13,7 +13,7 @@ function-calling schemas; `execute` validates arguments against them before disp
 
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from trimem.errors import InvalidArgumentError, UnknownIdError
 
@@ -27,24 +27,41 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: list[
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required,
-                           "additionalProperties": False},
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
         },
     }
 
 
-_USER = {"user_id": {"type": "string", "description": "The user whose memory this is."},
-         "agent_id": {"type": "string", "description": "The agent (default 'default')."}}
+_USER = {
+    "user_id": {"type": "string", "description": "The user whose memory this is."},
+    "agent_id": {"type": "string", "description": "The agent (default 'default')."},
+}
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    _fn("search_memory", "Search the user's past events and the agent's knowledge.",
+    _fn(
+        "search_memory",
+        "Search the user's past events and the agent's knowledge.",
         {"query": {"type": "string"}, "k": {"type": "integer", "minimum": 1, "maximum": 50}, **_USER},
-        ["query", "user_id"]),
+        ["query", "user_id"],
+    ),
     _fn("get_fact", "Read one profile fact by key.", {"key": {"type": "string"}, **_USER}, ["key", "user_id"]),
-    _fn("set_fact", "Set or update one profile fact (its history is kept).",
-        {"key": {"type": "string"}, "value": {"type": "string"}, **_USER}, ["key", "value", "user_id"]),
-    _fn("forget", "Delete episodes by id.",
-        {"episode_ids": {"type": "array", "items": {"type": "integer"}}, **_USER}, ["episode_ids", "user_id"]),
+    _fn(
+        "set_fact",
+        "Set or update one profile fact (its history is kept).",
+        {"key": {"type": "string"}, "value": {"type": "string"}, **_USER},
+        ["key", "value", "user_id"],
+    ),
+    _fn(
+        "forget",
+        "Delete episodes by id.",
+        {"episode_ids": {"type": "array", "items": {"type": "integer"}}, **_USER},
+        ["episode_ids", "user_id"],
+    ),
     _fn("memory_stats", "Counts of what memory holds.", {}, []),
 ]
 _BY_NAME = {s["function"]["name"]: s["function"]["parameters"] for s in TOOL_SCHEMAS}
@@ -77,14 +94,21 @@ def execute(memory: Memory, name: str, args: dict[str, Any]) -> Any:
     scope = {"user_id": args.get("user_id"), "agent_id": args.get("agent_id", "default")}
     if name == "search_memory":
         bundle = memory.recall(args["query"], k=args.get("k", 5), **scope)
-        return {"episodes": [{"id": r.episode.id, "text": r.episode.text, "timestamp": r.episode.timestamp,
-                              "score": r.scored.score} for r in bundle.episodes],
-                "knowledge": [{"id": r.doc.id, "text": r.doc.text, "source": r.doc.source} for r in bundle.knowledge],
-                "facts": {f.key: f.value for f in bundle.profile}}
+        return {
+            "episodes": [
+                {"id": r.episode.id, "text": r.episode.text, "timestamp": r.episode.timestamp, "score": r.scored.score}
+                for r in bundle.episodes
+            ],
+            "knowledge": [{"id": r.doc.id, "text": r.doc.text, "source": r.doc.source} for r in bundle.knowledge],
+            "facts": {f.key: f.value for f in bundle.profile},
+        }
     if name == "get_fact":
         fact = memory.facts.get(args["key"], **scope)
-        return None if fact is None else {"key": fact.key, "value": fact.value, "version": fact.version,
-                                          "updated_at": fact.updated_at}
+        return (
+            None
+            if fact is None
+            else {"key": fact.key, "value": fact.value, "version": fact.version, "updated_at": fact.updated_at}
+        )
     if name == "set_fact":
         ch = memory.facts.set(args["key"], args["value"], **scope)
         return {"op": ch.op, "key": ch.key, "value": ch.value, "old_value": ch.old_value}

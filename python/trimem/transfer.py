@@ -69,8 +69,17 @@ class Export(msgspec.Struct, frozen=True):
     aliases: dict[str, list[str]] = {}
 
 
-def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_ids: Iterable[int] | None,
-          min_importance: float, decay: float, now: int) -> list[Episode]:
+def share(
+    mem: Memory,
+    *,
+    from_agent: str,
+    to_agent: str,
+    user_id: str,
+    episode_ids: Iterable[int] | None,
+    min_importance: float,
+    decay: float,
+    now: int,
+) -> list[Episode]:
     """Copies the user's episodes of `from_agent` whose effective importance (base plus
     reinforcement) reaches `min_importance` — or exactly `episode_ids` — to `to_agent`, each
     with `metadata["shared_from"]` (agent, episode id, time) and importance × `decay`. Their
@@ -98,11 +107,21 @@ def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_
     items, vectors = [], []
     for r in recs:
         e = episode_from_record(r)
-        items.append(dict(
-            text=e.text, user_id=user_id, agent_id=to_agent, session_id=e.session_id, role=e.role, topic=e.topic,
-            keywords=e.keywords, timestamp=e.timestamp, tool=e.tool,
-            importance=round(min(1.0, effective[e.id] * decay), 6),
-            metadata={**e.metadata, "shared_from": {"agent_id": from_agent, "episode_id": e.id, "at": now}}))
+        items.append(
+            dict(
+                text=e.text,
+                user_id=user_id,
+                agent_id=to_agent,
+                session_id=e.session_id,
+                role=e.role,
+                topic=e.topic,
+                keywords=e.keywords,
+                timestamp=e.timestamp,
+                tool=e.tool,
+                importance=round(min(1.0, effective[e.id] * decay), 6),
+                metadata={**e.metadata, "shared_from": {"agent_id": from_agent, "episode_id": e.id, "at": now}},
+            )
+        )
         vectors.append(r.vector)
     present = [v for v in vectors if v is not None]
     if mem.embedder is not None and len(present) == len(vectors):
@@ -110,7 +129,9 @@ def share(mem: Memory, *, from_agent: str, to_agent: str, user_id: str, episode_
     return mem.retain_many(items)
 
 
-def export(mem: Memory, path: str | os.PathLike[str], *, user_id: str | None, agent_id: str, now: int) -> dict[str, int]:
+def export(
+    mem: Memory, path: str | os.PathLike[str], *, user_id: str | None, agent_id: str, now: int
+) -> dict[str, int]:
     """Writes all layers (of one user of `agent_id`, or everything) to `path` atomically."""
     if user_id is not None:
         check_id("user_id", user_id)
@@ -122,17 +143,31 @@ def export(mem: Memory, path: str | os.PathLike[str], *, user_id: str | None, ag
         ids = mem._episode_index.ids(namespace=episode_namespace(a, u))
         for r in mem._episode_index.get_many(ids):
             if r is not None:
-                episodes.append(ExportedEpisode(episode_from_record(r), _vector_bytes(r), r.accesses, r.mentions,
-                                                r.last_access))
-    facts = [ExportedFact(a, u, key, list(versions), (a, u, key) in mem.facts._pinned)
-             for (a, u, key), versions in sorted(mem.facts._history.items())
-             if user_id is None or (a, u) == (agent_id, user_id)]
+                episodes.append(
+                    ExportedEpisode(episode_from_record(r), _vector_bytes(r), r.accesses, r.mentions, r.last_access)
+                )
+    facts = [
+        ExportedFact(a, u, key, list(versions), (a, u, key) in mem.facts._pinned)
+        for (a, u, key), versions in sorted(mem.facts._history.items())
+        if user_id is None or (a, u) == (agent_id, user_id)
+    ]
     private = None if user_id is None else knowledge_namespace(agent_id, user_id)
-    knowledge = [ExportedDoc(decode_knowledge(r.payload), _vector_bytes(r))
-                 for r in mem._knowledge_index.get_many(mem._knowledge_index.ids(namespace=private)) if r is not None]
-    bundle = Export(magic=_MAGIC, version=EXPORT_VERSION, embedder=None if mem.embedder is None else mem.embedder.name,
-                    dim=mem.dim, created=now, episodes=episodes, facts=facts, knowledge=knowledge,
-                    aliases=mem.facts._aliases if user_id is None else {})
+    knowledge = [
+        ExportedDoc(decode_knowledge(r.payload), _vector_bytes(r))
+        for r in mem._knowledge_index.get_many(mem._knowledge_index.ids(namespace=private))
+        if r is not None
+    ]
+    bundle = Export(
+        magic=_MAGIC,
+        version=EXPORT_VERSION,
+        embedder=None if mem.embedder is None else mem.embedder.name,
+        dim=mem.dim,
+        created=now,
+        episodes=episodes,
+        facts=facts,
+        knowledge=knowledge,
+        aliases=mem.facts._aliases if user_id is None else {},
+    )
     data = msgspec.msgpack.encode(bundle)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
@@ -164,7 +199,9 @@ def load_export(path: str | os.PathLike[str]) -> Export:
     if bundle.magic != _MAGIC:
         raise StoreCorruptedError(f"{os.fspath(path)} is not a trimem export")
     if bundle.version > EXPORT_VERSION:
-        raise StoreVersionError(f"{os.fspath(path)} is export version {bundle.version}; this trimem reads up to {EXPORT_VERSION}")
+        raise StoreVersionError(
+            f"{os.fspath(path)} is export version {bundle.version}; this trimem reads up to {EXPORT_VERSION}"
+        )
     return bundle
 
 
@@ -177,14 +214,27 @@ def import_export(mem: Memory, path: str | os.PathLike[str]) -> dict[str, int]:
     for x in bundle.episodes:
         check_id("agent_id", x.episode.agent_id)
         check_id("user_id", x.episode.user_id)
-    items = [dict(text=x.episode.text, user_id=x.episode.user_id, agent_id=x.episode.agent_id,
-                  session_id=x.episode.session_id, role=x.episode.role, topic=x.episode.topic,
-                  keywords=x.episode.keywords, timestamp=x.episode.timestamp, importance=x.episode.importance,
-                  metadata=x.episode.metadata, tool=x.episode.tool) for x in bundle.episodes]
+    items = [
+        dict(
+            text=x.episode.text,
+            user_id=x.episode.user_id,
+            agent_id=x.episode.agent_id,
+            session_id=x.episode.session_id,
+            role=x.episode.role,
+            topic=x.episode.topic,
+            keywords=x.episode.keywords,
+            timestamp=x.episode.timestamp,
+            importance=x.episode.importance,
+            metadata=x.episode.metadata,
+            tool=x.episode.tool,
+        )
+        for x in bundle.episodes
+    ]
     vectors = None
     if same_space and items and all(x.vector is not None for x in bundle.episodes):
-        vectors = np.frombuffer(b"".join(x.vector for x in bundle.episodes if x.vector is not None),
-                                dtype=np.float32).reshape(len(items), mem.dim)
+        vectors = np.frombuffer(
+            b"".join(x.vector for x in bundle.episodes if x.vector is not None), dtype=np.float32
+        ).reshape(len(items), mem.dim)
     with mem._lock:
         new = mem.retain_many(items, vectors=vectors) if items else []
         renumber = {x.episode.id: e.id for x, e in zip(bundle.episodes, new)}
@@ -194,14 +244,32 @@ def import_export(mem: Memory, path: str | os.PathLike[str]) -> dict[str, int]:
         ops: list[Any] = []
         for f in bundle.facts:
             for v in f.history:
-                ops.append(OpFact(f.agent_id, f.user_id, f.key, v.value if v.op != "delete" else None, v.valid_from,
-                                  [renumber[i] for i in v.source if i in renumber]))
+                ops.append(
+                    OpFact(
+                        f.agent_id,
+                        f.user_id,
+                        f.key,
+                        v.value if v.op != "delete" else None,
+                        v.valid_from,
+                        [renumber[i] for i in v.source if i in renumber],
+                    )
+                )
             if f.pinned:
                 ops.append(OpPin(f.agent_id, f.user_id, f.key, True))
         if ops:
             mem._commit_many(ops)
-        docs = [dict(text=d.doc.text, agent_id=d.doc.agent_id, user_id=d.doc.user_id, source=d.doc.source,
-                     title=d.doc.title, timestamp=d.doc.timestamp, metadata=d.doc.metadata) for d in bundle.knowledge]
+        docs = [
+            dict(
+                text=d.doc.text,
+                agent_id=d.doc.agent_id,
+                user_id=d.doc.user_id,
+                source=d.doc.source,
+                title=d.doc.title,
+                timestamp=d.doc.timestamp,
+                metadata=d.doc.metadata,
+            )
+            for d in bundle.knowledge
+        ]
         if docs:
             mem.knowledge.add_many(docs)
     return {"episodes": len(new), "facts": len(bundle.facts), "knowledge": len(docs)}
@@ -213,12 +281,15 @@ def stats(mem: Memory, *, user_id: str | None, agent_id: str, now: int) -> dict[
     def summary(cols: dict[str, np.ndarray]) -> dict[str, Any]:
         n = len(cols["ids"])
         ages = (now - cols["timestamps"]) / DAY_US if n else np.zeros(0)
-        return {"count": n, "bytes": int(cols["bytes"].sum()) if n else 0,
-                "oldest_days": round(float(ages.max()), 3) if n else None,
-                "newest_days": round(float(ages.min()), 3) if n else None,
-                "median_age_days": round(float(np.median(ages)), 3) if n else None,
-                "accesses": int(cols["accesses"].sum()) if n else 0,
-                "mentions": int(cols["mentions"].sum()) if n else 0}
+        return {
+            "count": n,
+            "bytes": int(cols["bytes"].sum()) if n else 0,
+            "oldest_days": round(float(ages.max()), 3) if n else None,
+            "newest_days": round(float(ages.min()), 3) if n else None,
+            "median_age_days": round(float(np.median(ages)), 3) if n else None,
+            "accesses": int(cols["accesses"].sum()) if n else 0,
+            "mentions": int(cols["mentions"].sum()) if n else 0,
+        }
 
     if user_id is not None:
         ep = mem._episode_index.columns(namespace=episode_namespace(agent_id, check_id("user_id", user_id)))
@@ -230,8 +301,11 @@ def stats(mem: Memory, *, user_id: str | None, agent_id: str, now: int) -> dict[
     sessions = list(mem._working.values())
     out: dict[str, Any] = {
         "episodic": summary(ep),
-        "semantic": {"facts": len(facts), "fact_versions": sum(len(f.history) for f in facts),
-                     "knowledge": summary(kn)},
+        "semantic": {
+            "facts": len(facts),
+            "fact_versions": sum(len(f.history) for f in facts),
+            "knowledge": summary(kn),
+        },
         "working": {"sessions": len(sessions), "turns": sum(len(w) for w in sessions)},
     }
     if user_id is None:

@@ -58,8 +58,9 @@ class WorkingMemory:
     def add_turn(self, role: str, text: str, *, importance: float = 0.0, timestamp: int | None = None) -> Turn:
         if not isinstance(text, str):
             raise InvalidArgumentError("text must be a string")
-        turn = Turn(role=role, text=text, timestamp=self._clock() if timestamp is None else timestamp,
-                    importance=importance)
+        turn = Turn(
+            role=role, text=text, timestamp=self._clock() if timestamp is None else timestamp, importance=importance
+        )
         if len(self._turns) == self.capacity:
             self.evicted.append(self._turns[0])
         self._turns.append(turn)

@@ -1,7 +1,10 @@
 //! Python → Rust argument conversion with typed errors for wrong dtypes and shapes.
 //! Arrays of the right dtype are borrowed without copying.
 
-use numpy::{PyArrayDescrMethods, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -10,19 +13,32 @@ use super::errors::{error, DIMENSION, DTYPE, INVALID_ARGUMENT};
 fn describe(obj: &Bound<'_, PyAny>) -> String {
     match obj.cast::<PyUntypedArray>() {
         Ok(a) => format!("an array of dtype {} and shape {:?}", a.dtype(), a.shape()),
-        Err(_) => format!("a {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()),
+        Err(_) => format!(
+            "a {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ),
     }
 }
 
 /// A 2-D float32 array of `dim` columns, borrowed.
-pub fn vectors_2d<'py>(obj: &Bound<'py, PyAny>, dim: usize) -> PyResult<PyReadonlyArray2<'py, f32>> {
+pub fn vectors_2d<'py>(
+    obj: &Bound<'py, PyAny>,
+    dim: usize,
+) -> PyResult<PyReadonlyArray2<'py, f32>> {
     let py = obj.py();
     if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
         let cols = a.shape()[1];
         if cols != dim {
-            return Err(error(py, DIMENSION, format!(
+            return Err(error(
+                py,
+                DIMENSION,
+                format!(
                 "vector dimension mismatch: the index expects {dim} values per vector, got {cols}"
-            )));
+            ),
+            ));
         }
         return Ok(a);
     }
@@ -65,9 +81,14 @@ pub fn ids(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let a = obj.cast::<PyUntypedArray>()?;
         let int_kind = a.dtype().kind() == b'i' || a.dtype().kind() == b'u';
         if !(int_kind && a.ndim() == 1) {
-            return Err(error(obj.py(), DTYPE, format!(
-                "ids must be a 1-D numpy uint64 array or a list of ints; got {}", describe(obj)
-            )));
+            return Err(error(
+                obj.py(),
+                DTYPE,
+                format!(
+                    "ids must be a 1-D numpy uint64 array or a list of ints; got {}",
+                    describe(obj)
+                ),
+            ));
         }
     }
     if obj.is_instance_of::<PyString>() {
@@ -95,9 +116,14 @@ pub fn timestamps(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
         }
     }
     obj.extract::<Vec<i64>>().map_err(|_| {
-        error(obj.py(), DTYPE, format!(
-            "timestamps must be int64 microseconds since the epoch; got {}", describe(obj)
-        ))
+        error(
+            obj.py(),
+            DTYPE,
+            format!(
+                "timestamps must be int64 microseconds since the epoch; got {}",
+                describe(obj)
+            ),
+        )
     })
 }
 
@@ -110,18 +136,31 @@ pub fn floats(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f32>> {
         return Ok(a.as_array().iter().map(|&x| x as f32).collect());
     }
     obj.extract::<Vec<f32>>().map_err(|_| {
-        error(obj.py(), INVALID_ARGUMENT, format!("{what} must be a sequence of numbers; got {}", describe(obj)))
+        error(
+            obj.py(),
+            INVALID_ARGUMENT,
+            format!(
+                "{what} must be a sequence of numbers; got {}",
+                describe(obj)
+            ),
+        )
     })
 }
 
 /// A list of strings (texts, namespaces); a bare string is refused, it is almost always a bug.
 pub fn strings(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
     if obj.is_instance_of::<PyString>() {
-        return Err(error(obj.py(), INVALID_ARGUMENT, format!(
-            "{what} must be a list of strings, not a single string"
-        )));
+        return Err(error(
+            obj.py(),
+            INVALID_ARGUMENT,
+            format!("{what} must be a list of strings, not a single string"),
+        ));
     }
     obj.extract::<Vec<String>>().map_err(|_| {
-        error(obj.py(), INVALID_ARGUMENT, format!("{what} must be a list of strings; got {}", describe(obj)))
+        error(
+            obj.py(),
+            INVALID_ARGUMENT,
+            format!("{what} must be a list of strings; got {}", describe(obj)),
+        )
     })
 }

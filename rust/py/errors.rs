@@ -65,7 +65,9 @@ fn types(py: Python<'_>) -> PyResult<&Vec<Py<PyType>>> {
                 Builtin::OS => py.get_type::<PyOSError>(),
             };
             let bases = match parent {
-                Some(p) if made[p].bind(py).is_subclass(&builtin)? => PyTuple::new(py, [made[p].bind(py).clone()])?,
+                Some(p) if made[p].bind(py).is_subclass(&builtin)? => {
+                    PyTuple::new(py, [made[p].bind(py).clone()])?
+                }
                 Some(p) => PyTuple::new(py, [made[p].bind(py).clone(), builtin])?,
                 None => PyTuple::new(py, [builtin])?,
             };

@@ -9,12 +9,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 use trimem_engine::{
-    Batch, DedupParams, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode, SearchParams,
-    Tokenizer, TokenizerOptions,
+    Batch, DedupParams, Filter, FusionParams, HybridIndex as Engine, IndexConfig, Metric, Mode,
+    SearchParams, Tokenizer, TokenizerOptions,
 };
 
-use super::{convert, locks};
 use super::errors::{error, to_py_err, INVALID_ARGUMENT};
+use super::{convert, locks};
 
 /// A hybrid BM25 + HNSW index with time, namespace and session filters.
 ///
@@ -41,7 +41,11 @@ impl HybridIndex {
     /// Wraps an engine index (one loaded from a snapshot).
     pub(super) fn from_engine(engine: Engine) -> Self {
         let config = engine.config().clone();
-        HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), inner: Arc::new(RwLock::new(engine)), config }
+        HybridIndex {
+            tokenizer: Tokenizer::new(config.tokenizer),
+            inner: Arc::new(RwLock::new(engine)),
+            config,
+        }
     }
 
     pub(super) fn shared(&self) -> Arc<RwLock<Engine>> {
@@ -153,12 +157,21 @@ impl HybridIndex {
     ) -> PyResult<Option<Vec<Option<u64>>>> {
         let dedup = match dedup {
             Some((j, c)) if (0.0..=1.0).contains(&j) && (-1.0..=1.0).contains(&c) => {
-                Some(DedupParams { min_jaccard: j, min_cosine: c, reinforce, ..DedupParams::default() })
+                Some(DedupParams {
+                    min_jaccard: j,
+                    min_cosine: c,
+                    reinforce,
+                    ..DedupParams::default()
+                })
             }
             Some((j, c)) => {
-                return Err(error(py, INVALID_ARGUMENT, format!(
+                return Err(error(
+                    py,
+                    INVALID_ARGUMENT,
+                    format!(
                     "dedup must be (min_jaccard in [0, 1], min_cosine in [-1, 1]), got ({j}, {c})"
-                )))
+                ),
+                ))
             }
             None => None,
         };
@@ -166,8 +179,12 @@ impl HybridIndex {
         let texts = convert::strings(texts, "texts")?;
         let timestamps = convert::timestamps(timestamps)?;
         let namespaces = convert::strings(namespaces, "namespaces")?;
-        let importance = importance.map(|i| convert::floats(i, "importance")).transpose()?;
-        let vectors = vectors.map(|v| convert::vectors_2d(v, self.config.dim)).transpose()?;
+        let importance = importance
+            .map(|i| convert::floats(i, "importance"))
+            .transpose()?;
+        let vectors = vectors
+            .map(|v| convert::vectors_2d(v, self.config.dim))
+            .transpose()?;
         let vec_slice: Option<std::borrow::Cow<[f32]>> = match &vectors {
             Some(v) => Some(match v.as_slice() {
                 Ok(s) => std::borrow::Cow::Borrowed(s),
@@ -177,9 +194,15 @@ impl HybridIndex {
         };
         if let Some(v) = &vectors {
             if v.shape()[0] != ids.len() {
-                return Err(error(py, INVALID_ARGUMENT, format!(
-                    "length mismatch: vectors has {} rows but ids has {}", v.shape()[0], ids.len()
-                )));
+                return Err(error(
+                    py,
+                    INVALID_ARGUMENT,
+                    format!(
+                        "length mismatch: vectors has {} rows but ids has {}",
+                        v.shape()[0],
+                        ids.len()
+                    ),
+                ));
             }
         }
         let batch = Batch {
@@ -228,7 +251,11 @@ impl HybridIndex {
         session: Option<String>,
         time_range: Option<(i64, i64)>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let filter = Filter { namespace, session, time_range };
+        let filter = Filter {
+            namespace,
+            session,
+            time_range,
+        };
         let c = self.read(py, |e| e.columns(&filter)).map_err(to_py_err)?;
         let d = PyDict::new(py);
         d.set_item("ids", PyArray1::from_vec(py, c.ids))?;
@@ -247,15 +274,22 @@ impl HybridIndex {
     fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, missing_ok: bool) -> PyResult<usize> {
         let ids = convert::ids(ids)?;
         let inner = &self.inner;
-        py.detach(|| inner.write().delete(&ids, missing_ok)).map_err(to_py_err)
+        py.detach(|| inner.write().delete(&ids, missing_ok))
+            .map_err(to_py_err)
     }
 
     /// Sets the importance of existing records (used by the importance term of `search`).
-    fn set_importance(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_importance(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let ids = convert::ids(ids)?;
         let values = convert::floats(values, "values")?;
         let inner = &self.inner;
-        py.detach(|| inner.write().set_importance(&ids, &values)).map_err(to_py_err)
+        py.detach(|| inner.write().set_importance(&ids, &values))
+            .map_err(to_py_err)
     }
 
     /// The stored record, or `None` (vectors come back normalised under the cosine metric).
@@ -264,10 +298,17 @@ impl HybridIndex {
     }
 
     /// Records for many ids at once, `None` where an id is unknown.
-    fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<Option<StoredRecord>>> {
+    fn get_many(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Option<StoredRecord>>> {
         let ids = convert::ids(ids)?;
         let found: Vec<_> = self.read(py, |e| ids.iter().map(|&id| with_usage(e, id)).collect());
-        Ok(found.into_iter().map(|r| r.map(StoredRecord::from)).collect())
+        Ok(found
+            .into_iter()
+            .map(|r| r.map(StoredRecord::from))
+            .collect())
     }
 
     /// Ids as a uint64 array: all of them, or those a namespace / session / time range matches.
@@ -282,8 +323,13 @@ impl HybridIndex {
         let ids = if namespace.is_none() && session.is_none() && time_range.is_none() {
             self.read(py, |e| e.ids())
         } else {
-            let filter = Filter { namespace, session, time_range };
-            self.read(py, |e| e.matching_ids(&filter)).map_err(to_py_err)?
+            let filter = Filter {
+                namespace,
+                session,
+                time_range,
+            };
+            self.read(py, |e| e.matching_ids(&filter))
+                .map_err(to_py_err)?
         };
         Ok(PyArray1::from_vec(py, ids))
     }
@@ -312,7 +358,10 @@ impl HybridIndex {
         d.set_item("payload_bytes", s.payload_bytes)?;
         d.set_item("vector_index_bytes", s.vector_index_bytes)?;
         d.set_item("bm25_bytes", s.bm25_bytes)?;
-        d.set_item("bytes", s.text_bytes + s.payload_bytes + s.vector_index_bytes + s.bm25_bytes)?;
+        d.set_item(
+            "bytes",
+            s.text_bytes + s.payload_bytes + s.vector_index_bytes + s.bm25_bytes,
+        )?;
         d.set_item("dim", s.dim)?;
         d.set_item("metric", s.metric)?;
         d.set_item("simd", s.kernel)?;
@@ -351,14 +400,22 @@ impl HybridIndex {
         reinforce_cap: f32,
         decay_from_use: bool,
     ) -> PyResult<Hits> {
-        if !(reinforce_step.is_finite() && reinforce_cap.is_finite() && reinforce_step >= 0.0 && reinforce_cap >= 0.0) {
+        if !(reinforce_step.is_finite()
+            && reinforce_cap.is_finite()
+            && reinforce_step >= 0.0
+            && reinforce_cap >= 0.0)
+        {
             return Err(error(py, INVALID_ARGUMENT, format!(
                 "reinforce_step and reinforce_cap must be finite and >= 0, got {reinforce_step} and {reinforce_cap}"
             )));
         }
         let positive = |name: &str, v: i64| -> PyResult<usize> {
             if v <= 0 {
-                Err(error(py, INVALID_ARGUMENT, format!("{name} must be at least 1, got {v}")))
+                Err(error(
+                    py,
+                    INVALID_ARGUMENT,
+                    format!("{name} must be at least 1, got {v}"),
+                ))
             } else {
                 Ok(v as usize)
             }
@@ -381,7 +438,11 @@ impl HybridIndex {
             },
             min_bm25,
             min_cosine,
-            filter: Filter { time_range, namespace, session },
+            filter: Filter {
+                time_range,
+                namespace,
+                session,
+            },
         };
         let vector = vector.map(convert::vector_1d).transpose()?;
         let inner = &self.inner;
@@ -425,7 +486,11 @@ const COLUMNS: usize = Column::Timestamps as usize + 1;
 
 impl Hits {
     fn new(r: trimem_engine::SearchResult) -> Self {
-        Hits { hits: r.hits, plan: r.plan.name(), columns: std::array::from_fn(|_| PyOnceLock::new()) }
+        Hits {
+            hits: r.hits,
+            plan: r.plan.name(),
+            columns: std::array::from_fn(|_| PyOnceLock::new()),
+        }
     }
 
     /// Column `c`, built from `f` over the hits the first time it is asked for.
@@ -436,7 +501,15 @@ impl Hits {
         f: impl Fn(&trimem_engine::Hit) -> T,
     ) -> Bound<'py, PyAny> {
         self.columns[c as usize]
-            .get_or_init(py, || self.hits.iter().map(f).collect::<Vec<T>>().to_pyarray(py).into_any().unbind())
+            .get_or_init(py, || {
+                self.hits
+                    .iter()
+                    .map(f)
+                    .collect::<Vec<T>>()
+                    .to_pyarray(py)
+                    .into_any()
+                    .unbind()
+            })
             .bind(py)
             .clone()
     }
@@ -449,7 +522,11 @@ impl Hits {
     }
 
     fn __repr__(&self) -> String {
-        format!("Hits(ids={:?}, plan={:?})", self.hits.iter().map(|h| h.id).collect::<Vec<_>>(), self.plan)
+        format!(
+            "Hits(ids={:?}, plan={:?})",
+            self.hits.iter().map(|h| h.id).collect::<Vec<_>>(),
+            self.plan
+        )
     }
 
     #[getter]
@@ -472,7 +549,9 @@ impl Hits {
     /// Similarities (cosine, or inner product), NaN where the vector leg missed the record.
     #[getter]
     fn vector_scores<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.column(py, Column::VectorScores, |x| x.vector.map_or(f32::NAN, |v| v.1))
+        self.column(py, Column::VectorScores, |x| {
+            x.vector.map_or(f32::NAN, |v| v.1)
+        })
     }
 
     /// 1-based ranks in the BM25 leg, 0 where absent.
@@ -542,12 +621,17 @@ pub struct StoredRecord {
     last_access: i64,
 }
 
-fn with_usage(e: &trimem_engine::HybridIndex, id: u64) -> Option<(trimem_engine::Record, (u32, u32, i64))> {
+fn with_usage(
+    e: &trimem_engine::HybridIndex,
+    id: u64,
+) -> Option<(trimem_engine::Record, (u32, u32, i64))> {
     Some((e.get(id)?, e.usage(id)?))
 }
 
 impl From<(trimem_engine::Record, (u32, u32, i64))> for StoredRecord {
-    fn from((r, (accesses, mentions, last_access)): (trimem_engine::Record, (u32, u32, i64))) -> Self {
+    fn from(
+        (r, (accesses, mentions, last_access)): (trimem_engine::Record, (u32, u32, i64)),
+    ) -> Self {
         Python::attach(|py| StoredRecord {
             id: r.id,
             namespace: r.namespace,

@@ -6,7 +6,11 @@ use parking_lot::{Mutex, RwLock};
 use pyo3::Python;
 
 /// Runs `f` under the read lock (build Python objects after, from what it returns).
-pub fn read<T: Send + Sync, R: Send>(py: Python<'_>, lock: &RwLock<T>, f: impl FnOnce(&T) -> R + Send) -> R {
+pub fn read<T: Send + Sync, R: Send>(
+    py: Python<'_>,
+    lock: &RwLock<T>,
+    f: impl FnOnce(&T) -> R + Send,
+) -> R {
     if let Some(g) = lock.try_read() {
         return f(&g);
     }
@@ -14,7 +18,11 @@ pub fn read<T: Send + Sync, R: Send>(py: Python<'_>, lock: &RwLock<T>, f: impl F
 }
 
 /// Runs `f` under the mutex.
-pub fn locked<T: Send, R: Send>(py: Python<'_>, lock: &Mutex<T>, f: impl FnOnce(&mut T) -> R + Send) -> R {
+pub fn locked<T: Send, R: Send>(
+    py: Python<'_>,
+    lock: &Mutex<T>,
+    f: impl FnOnce(&mut T) -> R + Send,
+) -> R {
     if let Some(mut g) = lock.try_lock() {
         return f(&mut g);
     }

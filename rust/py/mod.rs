@@ -28,7 +28,8 @@ fn simd_kernel() -> &'static str {
 #[pyfunction]
 #[pyo3(signature = (text, *, stem = false, stopwords = false))]
 fn tokenize(py: Python<'_>, text: &str, stem: bool, stopwords: bool) -> Vec<String> {
-    let tokenizer = trimem_engine::Tokenizer::new(trimem_engine::TokenizerOptions { stem, stopwords });
+    let tokenizer =
+        trimem_engine::Tokenizer::new(trimem_engine::TokenizerOptions { stem, stopwords });
     py.detach(|| tokenizer.tokenize(text))
 }
 

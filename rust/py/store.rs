@@ -11,8 +11,8 @@ use trimem_engine::store::{Durability, Store as Engine};
 use trimem_engine::EngineError;
 
 use super::errors::to_py_err;
-use super::locks;
 use super::index::HybridIndex;
+use super::locks;
 
 /// A store folder: write-ahead log + snapshots, one writer process at a time.
 ///
@@ -44,7 +44,11 @@ fn closed() -> PyErr {
 impl Store {
     /// Runs `f` on the open store (see `locks`: a checkpoint holds the store for seconds and
     /// nobody may wait for it while holding the GIL).
-    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send) -> PyResult<T> {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Engine) -> Result<T, EngineError> + Send,
+    ) -> PyResult<T> {
         let out = locks::locked(py, &self.inner, |g| match g.as_mut() {
             Some(store) => f(store).map_err(Some),
             None => Err(None),
@@ -59,9 +63,19 @@ impl Store {
     #[pyo3(signature = (path, *, durability = "fsync"))]
     fn new(py: Python<'_>, path: PathBuf, durability: &str) -> PyResult<Self> {
         let durability = Durability::parse(durability).map_err(to_py_err)?;
-        let opened = py.detach(|| Engine::open(&path, durability)).map_err(to_py_err)?;
-        let loaded = Loaded { state: opened.state, indexes: opened.indexes, log: opened.log };
-        Ok(Store { inner: Mutex::new(Some(opened.store)), loaded: Mutex::new(loaded), path })
+        let opened = py
+            .detach(|| Engine::open(&path, durability))
+            .map_err(to_py_err)?;
+        let loaded = Loaded {
+            state: opened.state,
+            indexes: opened.indexes,
+            log: opened.log,
+        };
+        Ok(Store {
+            inner: Mutex::new(Some(opened.store)),
+            loaded: Mutex::new(loaded),
+            path,
+        })
     }
 
     #[getter]
@@ -106,7 +120,11 @@ impl Store {
 
     /// The caller's state blob from the snapshot (once; `None` without a snapshot).
     fn take_state<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.loaded.lock().state.take().map(|b| PyBytes::new(py, &b))
+        self.loaded
+            .lock()
+            .state
+            .take()
+            .map(|b| PyBytes::new(py, &b))
     }
 
     /// The index saved under `name` in the snapshot (once; `None` if there is none).
@@ -136,13 +154,22 @@ impl Store {
     /// Writes a snapshot of `indexes` (name → HybridIndex) and `state`, then starts a new log
     /// and removes the previous generation's files. Searches continue meanwhile; the caller
     /// keeps its own writers out.
-    fn checkpoint(&self, py: Python<'_>, indexes: Vec<(String, PyRef<'_, HybridIndex>)>, state: &[u8]) -> PyResult<()> {
-        let shared: Vec<_> = indexes.iter().map(|(n, i)| (n.clone(), i.shared())).collect();
+    fn checkpoint(
+        &self,
+        py: Python<'_>,
+        indexes: Vec<(String, PyRef<'_, HybridIndex>)>,
+        state: &[u8],
+    ) -> PyResult<()> {
+        let shared: Vec<_> = indexes
+            .iter()
+            .map(|(n, i)| (n.clone(), i.shared()))
+            .collect();
         py.detach(|| {
             let mut store = self.inner.lock();
             let store = store.as_mut().ok_or_else(closed)?;
             let guards: Vec<_> = shared.iter().map(|(n, i)| (n.as_str(), i.read())).collect();
-            let parts: Vec<(&str, &trimem_engine::HybridIndex)> = guards.iter().map(|(n, g)| (*n, &**g)).collect();
+            let parts: Vec<(&str, &trimem_engine::HybridIndex)> =
+                guards.iter().map(|(n, g)| (*n, &**g)).collect();
             store.checkpoint(&parts, state).map_err(to_py_err)
         })
     }
@@ -188,7 +215,13 @@ impl Store {
     /// write (`"short_write"`) or a failing fsync (`"sync_fails"`), after `after_bytes` more
     /// bytes, `times` times in a row.
     #[pyo3(signature = (kind, *, after_bytes = 0, times = 1))]
-    fn inject_fault(&self, py: Python<'_>, kind: &str, after_bytes: u64, times: u32) -> PyResult<()> {
+    fn inject_fault(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        after_bytes: u64,
+        times: u32,
+    ) -> PyResult<()> {
         let kind = FaultKind::parse(kind).map_err(to_py_err)?;
         self.with(py, |s| {
             s.faults().arm(kind, after_bytes, times);
@@ -204,6 +237,10 @@ impl Store {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("Store({:?}, closed={})", self.path.display().to_string(), self.closed(py))
+        format!(
+            "Store({:?}, closed={})",
+            self.path.display().to_string(),
+            self.closed(py)
+        )
     }
 }

@@ -41,9 +41,10 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -51,7 +52,7 @@ import trimem
 from trimem.bench import peers
 from trimem.bench.datasets import Dataset, make_dataset, time_window, with_model_vectors
 
-__all__ = ["QUICK", "FULL", "DebugBuildError", "check_release", "run", "time_rounds"]
+__all__ = ["FULL", "QUICK", "DebugBuildError", "check_release", "run", "time_rounds"]
 
 K = 10
 # --quick and the defaults: (n, dim, queries, repeats)
@@ -96,9 +97,7 @@ class ExactBm25:
         self.n = n
         self.vocab: dict[str, int] = {}
         setdefault = self.vocab.setdefault
-        flat = np.fromiter(
-            (setdefault(t, len(self.vocab)) for doc in doc_tokens for t in doc), dtype=np.int64
-        )
+        flat = np.fromiter((setdefault(t, len(self.vocab)) for doc in doc_tokens for t in doc), dtype=np.int64)
         lens = np.fromiter((len(doc) for doc in doc_tokens), dtype=np.int64, count=n)
         docs = np.repeat(np.arange(n, dtype=np.int64), lens)
         keys, tf = np.unique(flat * n + docs, return_counts=True)  # sorted by (term, doc)
@@ -153,8 +152,7 @@ class Tally:
     short: int = 0
     queries: int = 0
 
-    def add(self, returned: Sequence[int], truth: np.ndarray, score_of: Any, tol: float,
-            k: int) -> None:
+    def add(self, returned: Sequence[int], truth: np.ndarray, score_of: Any, tol: float, k: int) -> None:
         self.queries += 1
         kk = len(truth)
         ret = list(dict.fromkeys(int(x) for x in returned))[:k]
@@ -177,9 +175,15 @@ class Tally:
         return self.short / self.queries if self.queries else None
 
 
-def _evaluate(ds: Dataset, windows: list[tuple[int, int]], doc_tokens: list[list[str]],
-              systems: list[peers.System], answers: dict[str, list[list[int]]], k: int,
-              show_progress: bool) -> dict[str, Tally]:
+def _evaluate(
+    ds: Dataset,
+    windows: list[tuple[int, int]],
+    doc_tokens: list[list[str]],
+    systems: list[peers.System],
+    answers: dict[str, list[list[int]]],
+    k: int,
+    show_progress: bool,
+) -> dict[str, Tally]:
     """Recall@k and short-result share of every system against exact answers."""
     bm25 = ExactBm25(doc_tokens)
     x = ds.vectors
@@ -189,9 +193,8 @@ def _evaluate(ds: Dataset, windows: list[tuple[int, int]], doc_tokens: list[list
     nq = len(ds.query_texts)
     chunk = max(1, min(64, (1 << 26) // max(len(ds), 1)))  # bound the (chunk, n) sims block
     starts = range(0, nq, chunk)
-    for a in peers.progress(starts, total=len(starts), desc="exact answers",
-                            enabled=show_progress):
-        sims_block = q_all[a:a + chunk] @ x.T
+    for a in peers.progress(starts, total=len(starts), desc="exact answers", enabled=show_progress):
+        sims_block = q_all[a : a + chunk] @ x.T
         for j, i in enumerate(range(a, min(a + chunk, nq))):
             sims = sims_block[j].astype(np.float64)
             lo, hi = windows[i]
@@ -210,8 +213,10 @@ def _evaluate(ds: Dataset, windows: list[tuple[int, int]], doc_tokens: list[list
                 ("bm25", False): (bm_top[:k], bm.__getitem__, 1e-4),
                 ("bm25", True): (bm_top_w[:k], bm_w.__getitem__, 1e-4),
             }
-            for filtered, legs in ((False, ((bm_top, bm), (vec_top, sims))),
-                                   (True, ((bm_top_w, bm_w), (vec_top_w, sims_w)))):
+            for filtered, legs in (
+                (False, ((bm_top, bm), (vec_top, sims))),
+                (True, ((bm_top_w, bm_w), (vec_top_w, sims_w))),
+            ):
                 fused = _fuse(legs)
                 order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
                 truth[("hybrid", filtered)] = (
@@ -271,8 +276,7 @@ def _ratio_specs(pct: str) -> list[tuple[str, str, list[str]]]:
     """(label, trimem system, peers — the fastest available one by p50 is used)."""
     return [
         ("trimem vector / hnswlib", "trimem-vector", ["hnswlib"]),
-        (f"trimem vector {pct} window / hnswlib filter callback", "trimem-vector-window",
-         ["hnswlib-filter"]),
+        (f"trimem vector {pct} window / hnswlib filter callback", "trimem-vector-window", ["hnswlib-filter"]),
         ("trimem bm25 / tantivy", "trimem-bm25", ["tantivy"]),
         ("trimem bm25 / bm25s (numpy)", "trimem-bm25", ["bm25s"]),
         ("trimem bm25 / bm25s (numba)", "trimem-bm25", ["bm25s-numba"]),
@@ -280,15 +284,12 @@ def _ratio_specs(pct: str) -> list[tuple[str, str, list[str]]]:
         ("trimem hybrid / hnswlib", "trimem-hybrid", ["hnswlib"]),
         ("trimem hybrid / hand hybrid", "trimem-hybrid", ["hand-hybrid"]),
         (f"trimem hybrid {pct} window / trimem hybrid", "trimem-hybrid-window", ["trimem-hybrid"]),
-        (f"trimem hybrid {pct} window / hand hybrid post-filter", "trimem-hybrid-window",
-         ["hand-hybrid-post"]),
-        (f"trimem hybrid {pct} window / hand hybrid pre-filter", "trimem-hybrid-window",
-         ["hand-hybrid-pre"]),
+        (f"trimem hybrid {pct} window / hand hybrid post-filter", "trimem-hybrid-window", ["hand-hybrid-post"]),
+        (f"trimem hybrid {pct} window / hand hybrid pre-filter", "trimem-hybrid-window", ["hand-hybrid-pre"]),
         ("trimem vector / LanceDB", "trimem-vector", ["lancedb-vector"]),
         ("trimem bm25 / LanceDB FTS", "trimem-bm25", ["lancedb-fts"]),
         ("trimem hybrid / LanceDB hybrid", "trimem-hybrid", ["lancedb-hybrid"]),
-        (f"trimem hybrid {pct} window / LanceDB hybrid pre-filter", "trimem-hybrid-window",
-         ["lancedb-hybrid-window"]),
+        (f"trimem hybrid {pct} window / LanceDB hybrid pre-filter", "trimem-hybrid-window", ["lancedb-hybrid-window"]),
     ]
 
 
@@ -302,8 +303,9 @@ def _ratios(rows: dict[str, dict[str, Any]], pct: str) -> dict[str, dict[str, An
         # The median of the per-round ratios: a round measures both systems over the same
         # stretch of time, so a burst of load elsewhere moves both (medians of each system's
         # rounds can pair a quiet round of one with a loaded round of the other).
-        per_round = {q: [a / b for a, b in zip(rows[num][f"rounds_{q}_ms"], rows[den][f"rounds_{q}_ms"])]
-                     for q in ("p50", "p99")}
+        per_round = {
+            q: [a / b for a, b in zip(rows[num][f"rounds_{q}_ms"], rows[den][f"rounds_{q}_ms"])] for q in ("p50", "p99")
+        }
         out[label] = {
             "numerator": num,
             "denominator": den,
@@ -349,8 +351,7 @@ def _ratio_table(report: dict[str, Any]) -> list[str]:
             lines.append(f"| {label}{extra} | {_r(v['p50'])} | {_r(v['p99'])} |")
         return lines
     labels = list(dict.fromkeys(lb for n in sizes for lb in by_n.get(str(n), {})))
-    lines = ["", f"| {head} | " + " | ".join(f"p50 @ n={n}" for n in sizes) + " |",
-             "|---|" + "---:|" * len(sizes)]
+    lines = ["", f"| {head} | " + " | ".join(f"p50 @ n={n}" for n in sizes) + " |", "|---|" + "---:|" * len(sizes)]
     for label in labels:
         cells = []
         for n in sizes:
@@ -364,12 +365,18 @@ def _insert_table(report: dict[str, Any]) -> list[str]:
     rows = report.get("inserts") or []
     if not rows:
         return []
-    lines = ["", "| index | n | batch build, records/s | one record at a time, p50 ms (until searchable) | p99 ms "
-                 "| resident memory added by the build, MB |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "| index | n | batch build, records/s | one record at a time, p50 ms (until searchable) | p99 ms "
+        "| resident memory added by the build, MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         rate = "–" if r.get("batch_per_s") is None else f"{r['batch_per_s']:,.0f}"
-        lines.append(f"| {r['index']} | {r['n']} | {rate} | {_ms(r['single_p50_ms'])} | "
-                     f"{_ms(r['single_p99_ms'])} | {r['build_rss_mb']:.0f} |")
+        lines.append(
+            f"| {r['index']} | {r['n']} | {rate} | {_ms(r['single_p50_ms'])} | "
+            f"{_ms(r['single_p99_ms'])} | {r['build_rss_mb']:.0f} |"
+        )
     return lines
 
 
@@ -400,8 +407,7 @@ def markdown(report: dict[str, Any]) -> str:
     for r in report["results"]:
         at = f" (n={r['n']})" if len(sizes) > 1 else ""
         if r.get("plans"):
-            plans = ", ".join(f"{p} {100 * c / sum(r['plans'].values()):.0f}%"
-                              for p, c in sorted(r["plans"].items()))
+            plans = ", ".join(f"{p} {100 * c / sum(r['plans'].values()):.0f}%" for p, c in sorted(r["plans"].items()))
             notes.append(f"{r['key']}{at}: plans {plans}")
         if r.get("note") and (r["key"], r["note"]) not in seen:  # once, not once per size
             seen.add((r["key"], r["note"]))
@@ -440,9 +446,16 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def time_rounds(systems: Sequence[peers.System], n_queries: int, repeats: int, *,
-                show_progress: bool = True, desc: str = "timing rounds",
-                wrap: Any = None, block: int | None = None) -> dict[str, _Timing]:
+def time_rounds(
+    systems: Sequence[peers.System],
+    n_queries: int,
+    repeats: int,
+    *,
+    show_progress: bool = True,
+    desc: str = "timing rounds",
+    wrap: Any = None,
+    block: int | None = None,
+) -> dict[str, _Timing]:
     """Step 4: ``repeats`` interleaved, rotated rounds; per system the p50/p99 of every round.
 
     Round r runs every system once over all queries (one query per call, ``perf_counter_ns``
@@ -500,8 +513,9 @@ def time_rounds(systems: Sequence[peers.System], n_queries: int, repeats: int, *
     return timing
 
 
-def build_systems(chosen: Sequence[peers.System], wl: peers.Workload, shared: peers.Shared
-                  ) -> tuple[list[peers.System], list[dict[str, Any]]]:
+def build_systems(
+    chosen: Sequence[peers.System], wl: peers.Workload, shared: peers.Shared
+) -> tuple[list[peers.System], list[dict[str, Any]]]:
     """Step 2: build every system; (the ready ones, the skipped ones with their reason)."""
     ready: list[peers.System] = []
     skipped: list[dict[str, Any]] = []
@@ -520,10 +534,20 @@ def build_systems(chosen: Sequence[peers.System], wl: peers.Workload, shared: pe
     return ready, skipped
 
 
-def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, seed: int,
-              n_queries: int, window: float, k: int, threads: int, show_progress: bool,
-              vectors: str = "clustered"
-              ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def _run_size(
+    n: int,
+    dim: int,
+    *,
+    systems: Sequence[str] | None,
+    repeats: int,
+    seed: int,
+    n_queries: int,
+    window: float,
+    k: int,
+    threads: int,
+    show_progress: bool,
+    vectors: str = "clustered",
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Steps 1-6 at one size: (rows by system key, skipped systems, inserts by index)."""
     chosen = peers.make_systems(systems)
     t0 = time.perf_counter()
@@ -532,16 +556,15 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
     if vectors != "clustered":
         _log(f"embedding {n} texts and {n_queries} queries with {vectors} (cached on disk) ...")
         ds = with_model_vectors(ds, vectors)
-    windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i)
-               for i in range(n_queries)]
+    windows = [time_window(ds.timestamps, window, seed=seed * 1_000_003 + i) for i in range(n_queries)]
     _log(f"dataset ready in {time.perf_counter() - t0:.1f}s")
-    wl = peers.Workload(ds=ds, k=k, windows=windows, window_fraction=window,
-                        show_progress=show_progress, threads=threads)
+    wl = peers.Workload(
+        ds=ds, k=k, windows=windows, window_fraction=window, show_progress=show_progress, threads=threads
+    )
     with peers.Shared() as shared:
         ready, skipped = build_systems(chosen, wl, shared)
         if not ready:
-            raise RuntimeError("no system could be built: " +
-                               "; ".join(f"{s['key']}: {s['reason']}" for s in skipped))
+            raise RuntimeError("no system could be built: " + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped))
 
         # Untimed pass: answers for recall, query plans, warm caches (and JITs).
         answers: dict[str, list[list[int]]] = {}
@@ -550,13 +573,13 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
             try:
                 answers[s.key] = [
                     [int(x) for x in s.query(i)]
-                    for i in peers.progress(range(n_queries), total=n_queries,
-                                            desc=f"warm-up {s.key}", enabled=show_progress)
+                    for i in peers.progress(
+                        range(n_queries), total=n_queries, desc=f"warm-up {s.key}", enabled=show_progress
+                    )
                 ]
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
-                skipped.append({"key": s.key,
-                                "reason": f"query failed: {type(exc).__name__}: {exc}"})
+                skipped.append({"key": s.key, "reason": f"query failed: {type(exc).__name__}: {exc}"})
                 ready.remove(s)
                 continue
             counts: dict[str, int] = {}
@@ -567,8 +590,9 @@ def _run_size(n: int, dim: int, *, systems: Sequence[str] | None, repeats: int, 
             if counts:
                 plans[s.key] = counts
 
-        timing = time_rounds(ready, n_queries, repeats, show_progress=show_progress,
-                             desc=f"timing rounds (n={n})", block=BLOCK)
+        timing = time_rounds(
+            ready, n_queries, repeats, show_progress=show_progress, desc=f"timing rounds (n={n})", block=BLOCK
+        )
         tallies = _evaluate(ds, windows, wl.doc_tokens(), ready, answers, k, show_progress)
         inserts = peers.single_inserts(shared, wl, SINGLE_INSERTS)
 
@@ -662,9 +686,19 @@ def run(
     for j, size in enumerate(sizes, 1):
         if len(sizes) > 1:
             _log(f"== size {j}/{len(sizes)}: n={size}")
-        rows, sk, ins = _run_size(size, dim, systems=systems, repeats=repeats, seed=seed,
-                             n_queries=n_queries, window=window, k=k, threads=threads,
-                             show_progress=show_progress, vectors=vectors)
+        rows, sk, ins = _run_size(
+            size,
+            dim,
+            systems=systems,
+            repeats=repeats,
+            seed=seed,
+            n_queries=n_queries,
+            window=window,
+            k=k,
+            threads=threads,
+            show_progress=show_progress,
+            vectors=vectors,
+        )
         results += rows.values()
         inserts += [{"index": name, **v} for name, v in ins.items()]
         ratios_by_n[str(size)] = _ratios(rows, pct)
@@ -673,9 +707,18 @@ def run(
     report = {
         "machine": machine_info(),
         "versions": versions(),
-        "config": {"n": sizes[-1], "dim": dim, "queries": n_queries, "repeats": repeats,
-                   "seed": seed, "k": k, "window": window, "quick": quick,
-                   "scale": sizes if scale else None, "vectors": vectors},
+        "config": {
+            "n": sizes[-1],
+            "dim": dim,
+            "queries": n_queries,
+            "repeats": repeats,
+            "seed": seed,
+            "k": k,
+            "window": window,
+            "quick": quick,
+            "scale": sizes if scale else None,
+            "vectors": vectors,
+        },
         "results": results,
         "ratios": ratios_by_n[str(sizes[-1])],
         "ratios_by_n": ratios_by_n,

@@ -37,10 +37,10 @@ import sysconfig
 import tempfile
 import zlib
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -90,9 +90,7 @@ def _rng(seed: int, purpose: str, *more: int) -> np.random.Generator:
 # --------------------------------------------------------------------------
 
 
-def default_noise(
-    dim: int, *, points_per_centre: int = 100, target_nn_cosine: float = 0.75
-) -> float:
+def default_noise(dim: int, *, points_per_centre: int = 100, target_nn_cosine: float = 0.75) -> float:
     """Noise norm s making the mean nearest-neighbour cosine ~= target.
 
     Model: x = normalise(c + s * z / sqrt(dim)), z ~ N(0, I), |c| = 1.
@@ -136,18 +134,14 @@ class ClusteredSpace:
     (n=100k with 1000 centres), similar to real sentence embeddings.
     """
 
-    def __init__(
-        self, dim: int = 384, n_centers: int = 1000, seed: int = 0, *, noise: float | None = None
-    ) -> None:
+    def __init__(self, dim: int = 384, n_centers: int = 1000, seed: int = 0, *, noise: float | None = None) -> None:
         if dim <= 0 or n_centers <= 0:
             raise ValueError("dim and n_centers must be positive")
         self.dim = int(dim)
         self.n_centers = int(n_centers)
         self.seed = int(seed)
         self.noise = default_noise(self.dim) if noise is None else float(noise)
-        c = _rng(self.seed, "centres", self.dim).standard_normal(
-            (self.n_centers, self.dim), dtype=np.float32
-        )
+        c = _rng(self.seed, "centres", self.dim).standard_normal((self.n_centers, self.dim), dtype=np.float32)
         c /= np.linalg.norm(c, axis=1, keepdims=True)
         self.centres: np.ndarray = c
 
@@ -309,9 +303,7 @@ def _site_groups(root: Path) -> list[Iterator[Path]]:
     groups: list[Iterator[Path]] = []
     for entry in sorted(os.listdir(root)):
         p = root / entry
-        if p.is_dir() and entry not in _SKIP_DIRS and not entry.endswith(
-            (".dist-info", ".egg-info", ".libs", ".data")
-        ):
+        if p.is_dir() and entry not in _SKIP_DIRS and not entry.endswith((".dist-info", ".egg-info", ".libs", ".data")):
             groups.append(_walk_py(p))
         elif entry.endswith(".py") and p.is_file():
             groups.append(iter([p]))
@@ -343,14 +335,10 @@ def _prefix(files: list[tuple[Path, int]], budget: int) -> list[Path]:
 def _python_files() -> list[Path]:
     """Deterministic, budgeted list of .py files: stdlib, then site-packages."""
     roots = _source_roots()
-    files = [
-        p
-        for kind, root in roots
-        if kind == "stdlib"
-        for p in _prefix(_sized(_walk_py(root)), _MAX_STDLIB_BYTES)
-    ]
+    files = [p for kind, root in roots if kind == "stdlib" for p in _prefix(_sized(_walk_py(root)), _MAX_STDLIB_BYTES)]
     remaining = _MAX_TOTAL_BYTES - sum(p.stat().st_size for p in files)
     groups = [_sized(g) for kind, root in roots if kind == "site" for g in _site_groups(root)]
+
     # Water-filling: the largest per-package cap whose total fits the budget,
     # so one huge package (sympy, botocore, ...) cannot crowd out the rest and
     # the cut-off does not depend on alphabetical order.
@@ -465,9 +453,7 @@ def _write_cache(path: Path, key: str, sentences: list[str]) -> None:
 _MEMO: dict[str, list[str]] = {}
 
 
-def real_sentences(
-    data_dir: str | Path | None = DEFAULT_DATA_DIR, *, cache: bool = True
-) -> list[str]:
+def real_sentences(data_dir: str | Path | None = DEFAULT_DATA_DIR, *, cache: bool = True) -> list[str]:
     """Deduplicated real sentences (4-40 words), in a deterministic order.
 
     Source order: stdlib docstrings, site-packages docstrings, then SciFact
@@ -579,9 +565,7 @@ _STOP_WORDS = frozenset(
 )
 
 
-def query_texts(
-    n_queries: int, *, seed: int = 0, data_dir: str | Path | None = DEFAULT_DATA_DIR
-) -> list[str]:
+def query_texts(n_queries: int, *, seed: int = 0, data_dir: str | Path | None = DEFAULT_DATA_DIR) -> list[str]:
     """2-6 word keyword queries taken from one real sentence each.
 
     Words come from a single sentence (in order, stop words dropped) so each
@@ -596,11 +580,7 @@ def query_texts(
         if tries > 100 * (n_queries + 10):
             raise ValueError("not enough real sentences with content words")
         s = real[int(rng.integers(len(real)))]
-        words = list(
-            dict.fromkeys(
-                w.lower() for w in _WORD.findall(s) if len(w) > 2 and w.lower() not in _STOP_WORDS
-            )
-        )
+        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(s) if len(w) > 2 and w.lower() not in _STOP_WORDS))
         if len(words) < 2:
             continue
         k = min(int(rng.integers(2, 7)), len(words))
@@ -614,9 +594,7 @@ def query_texts(
 # --------------------------------------------------------------------------
 
 
-def timestamps(
-    n: int, *, seed: int = 0, start_us: int = START_2026_US, span_days: float = 365
-) -> np.ndarray:
+def timestamps(n: int, *, seed: int = 0, start_us: int = START_2026_US, span_days: float = 365) -> np.ndarray:
     """int64 microseconds, uniform over [start_us, start_us + span), random order."""
     end = start_us + int(span_days * _US_PER_DAY)
     return _rng(seed, "timestamps").integers(start_us, end, size=n, dtype=np.int64)

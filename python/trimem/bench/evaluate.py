@@ -76,7 +76,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -328,7 +328,7 @@ def normalise_evidence(evidence: Iterable[str]) -> list[tuple[int, int]]:
 def parse_session_time(text: str) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` → an aware UTC datetime."""
     cleaned = " ".join(text.replace(",", " ").split())
-    return datetime.strptime(cleaned, "%I:%M %p on %d %B %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(cleaned, "%I:%M %p on %d %B %Y").replace(tzinfo=UTC)
 
 
 def _date_label(t: datetime) -> str:
@@ -420,7 +420,7 @@ def load_locomo(path: str | os.PathLike[str], conversations: Sequence[str] | Non
             session = int(key[8:])
             when = parse_session_time(conv[f"{key}_date_time"])
             last = when if last is None or when > last else last
-            us = int((when - datetime(1970, 1, 1, tzinfo=timezone.utc)) / timedelta(microseconds=1))
+            us = int((when - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
             for turn in session_turns:
                 pairs = normalise_evidence([turn["dia_id"]])
                 if not pairs or pairs[0][0] != session:
@@ -536,7 +536,7 @@ def evaluate_locomo(
             namespaces=[conv.sample_id] * len(conv.ids),
             vectors=doc_vecs,
         )
-        intents = [rewriter(q.question, now=conv.now, tz=timezone.utc) for q in conv.questions]
+        intents = [rewriter(q.question, now=conv.now, tz=UTC) for q in conv.questions]
         pairs = list(zip(conv.questions, intents))
         bm25_texts = [i.text if settings.bm25_query == "rewritten" else q.question for q, i in pairs]
         vec_texts = [i.text if settings.vector_query == "rewritten" else q.question for q, i in pairs]
@@ -744,9 +744,8 @@ def format_scifact_table(report: Mapping[str, Any]) -> str:
 
 def _summary(report: Mapping[str, Any]) -> str:
     s = report["settings"]
-    return (
-        f"{report['dataset']}: embedder {report['embedder']}, wall {report['wall_s']:.1f}s; settings: "
-        + ", ".join(f"{k}={v}" for k, v in s.items())
+    return f"{report['dataset']}: embedder {report['embedder']}, wall {report['wall_s']:.1f}s; settings: " + ", ".join(
+        f"{k}={v}" for k, v in s.items()
     )
 
 
@@ -793,18 +792,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     lo.add_argument("--no-time", action="store_true", help="ignore time expressions (no time-range filter)")
     lo.add_argument("--conversations", metavar="LIST", help="comma-separated sample ids (default: all ten)")
     lo.add_argument(
-        "--time-slack", type=int, default=d.time_slack_days, metavar="DAYS",
+        "--time-slack",
+        type=int,
+        default=d.time_slack_days,
+        metavar="DAYS",
         help=f"widen a question's time range by DAYS after its end (default {d.time_slack_days})",
     )
     lo.add_argument(
-        "--context", type=int, default=d.context, metavar="N",
+        "--context",
+        type=int,
+        default=d.context,
+        metavar="N",
         help=f"put up to N preceding turns of the same session before each turn, in both legs "
-             f"(default {d.context}: a turn on its own)",
+        f"(default {d.context}: a turn on its own)",
     )
     lo.add_argument(
-        "--vector-context", type=int, default=None, metavar="N",
+        "--vector-context",
+        type=int,
+        default=None,
+        metavar="N",
         help=f"... in the vector leg only (default {d.vector_context}, or --context's N when that is "
-             f"given; BM25 keeps what --context says)",
+        f"given; BM25 keeps what --context says)",
     )
     _common(lo, d)
     lo.set_defaults(func=_run_locomo)
@@ -836,31 +844,54 @@ def _weights(text: str) -> tuple[float, float]:
 
 def _common(p: argparse.ArgumentParser, d: Settings) -> None:
     p.add_argument(
-        "--embedder", default="minilm", choices=("minilm", "hashing"),
+        "--embedder",
+        default="minilm",
+        choices=("minilm", "hashing"),
         help="embedder of the vector leg (default minilm: offline int8 all-MiniLM-L6-v2)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the full results as JSON to PATH")
     p.add_argument("--modes", metavar="LIST", default=",".join(MODES), help="subset of bm25,vector,hybrid")
-    p.add_argument("--weights", type=_weights, default=d.weights, metavar="WB,WV",
-                   help=f"RRF weights of the bm25 and vector legs (default {d.weights[0]:g},{d.weights[1]:g})")
+    p.add_argument(
+        "--weights",
+        type=_weights,
+        default=d.weights,
+        metavar="WB,WV",
+        help=f"RRF weights of the bm25 and vector legs (default {d.weights[0]:g},{d.weights[1]:g})",
+    )
     p.add_argument("--rrf-k", type=float, default=d.rrf_k, metavar="K", help=f"RRF constant (default {d.rrf_k:g})")
-    p.add_argument("--window", type=int, default=d.window, metavar="N",
-                   help="fusion candidates per leg (default: the engine's max(50, 5k))")
+    p.add_argument(
+        "--window",
+        type=int,
+        default=d.window,
+        metavar="N",
+        help="fusion candidates per leg (default: the engine's max(50, 5k))",
+    )
     stem = p.add_mutually_exclusive_group()
-    stem.add_argument("--stem", dest="stem", action="store_true", default=d.stem,
-                      help=f"Snowball stemming{' (default)' if d.stem else ''}")
+    stem.add_argument(
+        "--stem",
+        dest="stem",
+        action="store_true",
+        default=d.stem,
+        help=f"Snowball stemming{' (default)' if d.stem else ''}",
+    )
     stem.add_argument("--no-stem", dest="stem", action="store_false", help="no stemming")
     stop = p.add_mutually_exclusive_group()
-    stop.add_argument("--stopwords", dest="stopwords", action="store_true", default=d.stopwords,
-                      help=f"drop English stop words{' (default)' if d.stopwords else ''}")
+    stop.add_argument(
+        "--stopwords",
+        dest="stopwords",
+        action="store_true",
+        default=d.stopwords,
+        help=f"drop English stop words{' (default)' if d.stopwords else ''}",
+    )
     stop.add_argument("--no-stopwords", dest="stopwords", action="store_false", help="keep stop words")
     p.add_argument("--no-cache", action="store_true", help="do not cache embeddings on disk")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def _settings_from(args: argparse.Namespace, base: Settings) -> Settings:
-    s = replace(base, stem=args.stem, stopwords=args.stopwords, weights=args.weights, rrf_k=args.rrf_k,
-                window=args.window)
+    s = replace(
+        base, stem=args.stem, stopwords=args.stopwords, weights=args.weights, rrf_k=args.rrf_k, window=args.window
+    )
     if hasattr(args, "no_time"):
         if args.time_slack < 0 or args.context < 0 or (args.vector_context or 0) < 0:
             raise ValueError("--time-slack, --context and --vector-context must be >= 0")
@@ -868,8 +899,13 @@ def _settings_from(args: argparse.Namespace, base: Settings) -> Settings:
         vector_context = args.vector_context
         if vector_context is None:
             vector_context = base.vector_context if args.context == 0 else None
-        s = replace(s, time_filter=not args.no_time, time_slack_days=args.time_slack, context=args.context,
-                    vector_context=vector_context)
+        s = replace(
+            s,
+            time_filter=not args.no_time,
+            time_slack_days=args.time_slack,
+            context=args.context,
+            vector_context=vector_context,
+        )
     return s
 
 

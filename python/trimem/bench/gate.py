@@ -39,10 +39,11 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, TextIO
+from typing import Any, Protocol, TextIO
 
 import numpy as np
 
@@ -156,12 +157,12 @@ def load_thresholds(path: str | os.PathLike[str]) -> Thresholds:
         config = GateConfig(**cfg)
         specs, limit, quiet = [], {}, {}
         for entry in raw["ratios"]:
-            spec = RatioSpec(str(entry["label"]), str(entry["numerator"]),
-                             str(entry["denominator"]))
+            spec = RatioSpec(str(entry["label"]), str(entry["numerator"]), str(entry["denominator"]))
             for key in (spec.numerator, spec.denominator):
                 if key not in peers.SYSTEMS:
-                    raise GateError(f"{p}: ratio {spec.label!r} names unknown system {key!r}; "
-                                    f"known: {', '.join(peers.SYSTEMS)}")
+                    raise GateError(
+                        f"{p}: ratio {spec.label!r} names unknown system {key!r}; known: {', '.join(peers.SYSTEMS)}"
+                    )
             thr = float(entry["threshold"])
             if not thr > 0 or not math.isfinite(thr):
                 raise GateError(f"{p}: ratio {spec.label!r} has a bad threshold {thr}")
@@ -220,8 +221,9 @@ class Bench(Protocol):
 class GateBench:
     """The gate's dataset and built systems; :meth:`measure` can run as often as needed."""
 
-    def __init__(self, config: GateConfig, specs: Sequence[RatioSpec], *, slowdown: float = 1.0,
-                 show_progress: bool = True) -> None:
+    def __init__(
+        self, config: GateConfig, specs: Sequence[RatioSpec], *, slowdown: float = 1.0, show_progress: bool = True
+    ) -> None:
         self.config = config
         self.specs = list(specs)
         self.slowdown = float(slowdown)
@@ -233,10 +235,8 @@ class GateBench:
         c = self.config
         keys = list(dict.fromkeys(k for s in self.specs for k in (s.numerator, s.denominator)))
         ds = make_dataset(c.n, c.dim, seed=c.seed, n_queries=c.queries)
-        windows = [time_window(ds.timestamps, c.window, seed=c.seed * 1_000_003 + i)
-                   for i in range(c.queries)]
-        wl = peers.Workload(ds=ds, k=c.k, windows=windows, window_fraction=c.window,
-                            show_progress=self.show_progress)
+        windows = [time_window(ds.timestamps, c.window, seed=c.seed * 1_000_003 + i) for i in range(c.queries)]
+        wl = peers.Workload(ds=ds, k=c.k, windows=windows, window_fraction=c.window, show_progress=self.show_progress)
         self.ready, skipped = build_systems(peers.make_systems(keys), wl, self.shared)
         if skipped:
             raise GateError(
@@ -256,8 +256,15 @@ class GateBench:
     def measure(self) -> Measurement:
         c = self.config
         t0 = time.perf_counter()
-        timing = time_rounds(self.ready, c.queries, c.rounds, show_progress=self.show_progress,
-                             desc="gate timing rounds", wrap=self._wrap, block=c.block)
+        timing = time_rounds(
+            self.ready,
+            c.queries,
+            c.rounds,
+            show_progress=self.show_progress,
+            desc="gate timing rounds",
+            wrap=self._wrap,
+            block=c.block,
+        )
         rounds: dict[str, list[float]] = {}
         for spec in self.specs:
             num, den = timing[spec.numerator].p50, timing[spec.denominator].p50
@@ -281,8 +288,7 @@ class GateBench:
 
 def _table(th: Thresholds, m: Measurement, over: set[str]) -> str:
     lines = [
-        "| ratio (trimem / peer, p50; < 1 means trimem is faster) | measured | rounds min–max "
-        "| quiet | threshold | |",
+        "| ratio (trimem / peer, p50; < 1 means trimem is faster) | measured | rounds min–max | quiet | threshold | |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for spec in th.specs:
@@ -333,13 +339,22 @@ def run_gate(
         return ERROR
     c = th.config
     if factor != 1.0:
-        say(f"perf gate: every trimem query is slowed down x{factor:g} on purpose "
-            f"({SLOWDOWN_ENV} / slowdown=): this run tests that the gate fails")
-    print(f"trimem perf gate ({th.path}): n={c.n}, dim={c.dim}, {c.queries} queries, "
-          f"{c.rounds} interleaved rounds per measurement; value = median over rounds of the "
-          "per-round p50 ratio", file=out, flush=True)
-    bench = (make_bench(c, th.specs, factor) if make_bench is not None else
-             GateBench(c, th.specs, slowdown=factor, show_progress=show_progress))
+        say(
+            f"perf gate: every trimem query is slowed down x{factor:g} on purpose "
+            f"({SLOWDOWN_ENV} / slowdown=): this run tests that the gate fails"
+        )
+    print(
+        f"trimem perf gate ({th.path}): n={c.n}, dim={c.dim}, {c.queries} queries, "
+        f"{c.rounds} interleaved rounds per measurement; value = median over rounds of the "
+        "per-round p50 ratio",
+        file=out,
+        flush=True,
+    )
+    bench = (
+        make_bench(c, th.specs, factor)
+        if make_bench is not None
+        else GateBench(c, th.specs, slowdown=factor, show_progress=show_progress)
+    )
     try:
         try:
             bench.build()
@@ -351,10 +366,12 @@ def run_gate(
         print(_table(th, first, failing), file=out, flush=True)
         measurements = [first]
         if failing:
-            say(f"perf gate: {len(failing)} ratio(s) over threshold on the first measurement "
+            say(
+                f"perf gate: {len(failing)} ratio(s) over threshold on the first measurement "
                 f"({', '.join(sorted(failing))}); measuring once more before failing (a burst of "
                 "load from another process on a shared machine can move a median; a real "
-                "regression shows in both measurements)")
+                "regression shows in both measurements)"
+            )
             second = bench.measure()
             measurements.append(second)
             over2 = _over(th, second)
@@ -394,8 +411,7 @@ def run_gate(
         say(f"perf gate: FAILED ({len(failing)} of {len(th.specs)} ratios) in {elapsed:.0f}s")
         return FAILED
     again = " after one re-measurement" if len(measurements) > 1 else ""
-    say(f"perf gate: passed{again}: {len(th.specs)} ratios within their thresholds "
-        f"({elapsed:.0f}s)")
+    say(f"perf gate: passed{again}: {len(th.specs)} ratios within their thresholds ({elapsed:.0f}s)")
     return PASSED
 
 
@@ -441,15 +457,17 @@ def calibrate(
         # The threshold comes from the quiet value as written, so the file is consistent with
         # its own rule (from the unrounded median, 1.5 x 1.0333 could give 1.550).
         quiet = round(float(np.median(vals)), 4)
-        ratios.append({
-            "label": spec.label,
-            "numerator": spec.numerator,
-            "denominator": spec.denominator,
-            "quiet_runs": [round(v, 4) for v in vals],
-            "quiet": quiet,
-            "spread_pct": round(100 * (max(vals) - min(vals)) / quiet, 1),
-            "threshold": math.floor(headroom * quiet * 1000) / 1000,
-        })
+        ratios.append(
+            {
+                "label": spec.label,
+                "numerator": spec.numerator,
+                "denominator": spec.denominator,
+                "quiet_runs": [round(v, 4) for v in vals],
+                "quiet": quiet,
+                "spread_pct": round(100 * (max(vals) - min(vals)) / quiet, 1),
+                "threshold": math.floor(headroom * quiet * 1000) / 1000,
+            }
+        )
     doc = {
         "about": (
             "Thresholds of the CI performance gate (python -m trimem bench --gate). Each ratio is "
@@ -460,7 +478,7 @@ def calibrate(
             "machine when it changes, or after an intended speed change."
         ),
         "command": command or f"python -m trimem bench --gate-calibrate {path} --gate-runs {runs}",
-        "calibrated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine_info(),
         "versions": versions(),
         "config": asdict(config),
@@ -474,9 +492,12 @@ def calibrate(
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     for entry in ratios:
-        print(f"  {entry['label']}: quiet {entry['quiet']:.3f} (runs "
-              f"{', '.join(f'{v:.3f}' for v in entry['quiet_runs'])}; spread "
-              f"{entry['spread_pct']:.0f}%) -> threshold {entry['threshold']:.3f}",
-              file=err, flush=True)
+        print(
+            f"  {entry['label']}: quiet {entry['quiet']:.3f} (runs "
+            f"{', '.join(f'{v:.3f}' for v in entry['quiet_runs'])}; spread "
+            f"{entry['spread_pct']:.0f}%) -> threshold {entry['threshold']:.3f}",
+            file=err,
+            flush=True,
+        )
     print(f"wrote {p}", file=err, flush=True)
     return doc

@@ -44,8 +44,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -79,8 +80,7 @@ class Skipped(Exception):
     """Raised by ``System.build`` when the system cannot run here (reason in ``str(exc)``)."""
 
 
-def progress(it: Iterable[Any], *, total: int | None = None, desc: str = "", enabled: bool = True
-             ) -> Iterator[Any]:
+def progress(it: Iterable[Any], *, total: int | None = None, desc: str = "", enabled: bool = True) -> Iterator[Any]:
     """tqdm on stderr when importable, else a few plain lines on stderr."""
     if not enabled:
         yield from it
@@ -90,8 +90,7 @@ def progress(it: Iterable[Any], *, total: int | None = None, desc: str = "", ena
     except ImportError:
         tqdm = None
     if tqdm is not None:
-        yield from tqdm(it, total=total, desc=desc, file=sys.stderr, leave=False,
-                        dynamic_ncols=True)
+        yield from tqdm(it, total=total, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
         return
     print(f"{desc} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
@@ -156,8 +155,7 @@ class Workload:
             tok = trimem.tokenize
             texts = self.ds.texts
             self._doc_tokens = [
-                tok(t) for t in progress(texts, total=len(texts), desc="tokenise (trimem)",
-                                         enabled=self.show_progress)
+                tok(t) for t in progress(texts, total=len(texts), desc="tokenise (trimem)", enabled=self.show_progress)
             ]
         return self._doc_tokens
 
@@ -213,14 +211,21 @@ def trimem_index(wl: Workload, index_class: Any = None) -> Any:
     """The benchmark's trimem index of ``wl.ds`` (M, efC and batches as for every peer);
     ``index_class`` is another build's ``HybridIndex`` (``benches/ab_builds.py``)."""
     ds = wl.ds
-    idx = (index_class or trimem.HybridIndex)(ds.dim, metric="cosine", m=M, ef_construction=EF_CONSTRUCTION,
-                                              threads=wl.threads)
+    idx = (index_class or trimem.HybridIndex)(
+        ds.dim, metric="cosine", m=M, ef_construction=EF_CONSTRUCTION, threads=wl.threads
+    )
     n = len(ds)
-    for a in progress(range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK),
-                      desc=f"build trimem ({n} records)", enabled=wl.show_progress):
+    for a in progress(
+        range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK), desc=f"build trimem ({n} records)", enabled=wl.show_progress
+    ):
         b = min(a + _ADD_CHUNK, n)
-        idx.add(ids=ds.ids[a:b], texts=ds.texts[a:b], timestamps=ds.timestamps[a:b],
-                namespaces=ds.namespaces[a:b], vectors=ds.vectors[a:b])
+        idx.add(
+            ids=ds.ids[a:b],
+            texts=ds.texts[a:b],
+            timestamps=ds.timestamps[a:b],
+            namespaces=ds.namespaces[a:b],
+            vectors=ds.vectors[a:b],
+        )
     return idx
 
 
@@ -232,8 +237,12 @@ def hnswlib_index(wl: Workload) -> Any:
     index = hnswlib.Index(space="cosine", dim=ds.dim)
     index.init_index(max_elements=n, M=M, ef_construction=EF_CONSTRUCTION, random_seed=ds.seed)
     threads = wl.threads if wl.threads > 0 else -1
-    for a in progress(range(0, n, _ADD_CHUNK), total=-(-n // _ADD_CHUNK),
-                      desc=f"build hnswlib ({n} vectors)", enabled=wl.show_progress):
+    for a in progress(
+        range(0, n, _ADD_CHUNK),
+        total=-(-n // _ADD_CHUNK),
+        desc=f"build hnswlib ({n} vectors)",
+        enabled=wl.show_progress,
+    ):
         b = min(a + _ADD_CHUNK, n)
         index.add_items(ds.vectors[a:b], ds.ids[a:b], num_threads=threads)
     index.set_ef(EF)
@@ -265,8 +274,9 @@ def _tantivy_index(wl: Workload) -> Any:
     index = tantivy.Index(schema)  # no path: in RAM
     writer = index.writer(heap_size=256_000_000, num_threads=wl.threads)
     Document = tantivy.Document
-    for i, text in progress(zip(ds.ids.tolist(), ds.texts), total=len(ds),
-                            desc=f"build tantivy ({len(ds)} docs)", enabled=wl.show_progress):
+    for i, text in progress(
+        zip(ds.ids.tolist(), ds.texts), total=len(ds), desc=f"build tantivy ({len(ds)} docs)", enabled=wl.show_progress
+    ):
         doc = Document()
         doc.add_text("text", text)
         doc.add_unsigned("id", i)
@@ -291,32 +301,46 @@ def _lancedb_table(wl: Workload, shared: Shared) -> Any:
     try:
         from lancedb.index import FTS, BTree, HnswFlat
     except ImportError as exc:
-        raise Skipped(f"lancedb {getattr(lancedb, '__version__', '?')} lacks FTS/HnswFlat "
-                      f"index configs ({exc}); install a newer lancedb") from None
+        raise Skipped(
+            f"lancedb {getattr(lancedb, '__version__', '?')} lacks FTS/HnswFlat "
+            f"index configs ({exc}); install a newer lancedb"
+        ) from None
     ds = wl.ds
     folder = tempfile.mkdtemp(prefix="trimem-bench-lancedb-")
     shared.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     steps = ["table", "full-text index", "vector index", "timestamp index"]
     table: Any = None
-    for step in progress(steps, total=len(steps), desc=f"build lancedb ({len(ds)} rows)",
-                         enabled=wl.show_progress):
+    for step in progress(steps, total=len(steps), desc=f"build lancedb ({len(ds)} rows)", enabled=wl.show_progress):
         if step == "table":
             db = lancedb.connect(folder)
-            data = pa.table({
-                "id": pa.array(ds.ids.astype(np.int64)),
-                "text": pa.array(ds.texts, type=pa.string()),
-                "ts": pa.array(ds.timestamps, type=pa.int64()),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.ascontiguousarray(ds.vectors, dtype=np.float32).ravel()), ds.dim),
-            })
+            data = pa.table(
+                {
+                    "id": pa.array(ds.ids.astype(np.int64)),
+                    "text": pa.array(ds.texts, type=pa.string()),
+                    "ts": pa.array(ds.timestamps, type=pa.int64()),
+                    "vector": pa.FixedSizeListArray.from_arrays(
+                        pa.array(np.ascontiguousarray(ds.vectors, dtype=np.float32).ravel()), ds.dim
+                    ),
+                }
+            )
             table = db.create_table("records", data)
         elif step == "full-text index":
-            table.create_index("text", config=FTS(
-                with_position=False, base_tokenizer="simple", lower_case=True, stem=False,
-                remove_stop_words=False, ascii_folding=False))
+            table.create_index(
+                "text",
+                config=FTS(
+                    with_position=False,
+                    base_tokenizer="simple",
+                    lower_case=True,
+                    stem=False,
+                    remove_stop_words=False,
+                    ascii_folding=False,
+                ),
+            )
         elif step == "vector index":
-            table.create_index("vector", config=HnswFlat(
-                distance_type="cosine", num_partitions=1, m=M, ef_construction=EF_CONSTRUCTION))
+            table.create_index(
+                "vector",
+                config=HnswFlat(distance_type="cosine", num_partitions=1, m=M, ef_construction=EF_CONSTRUCTION),
+            )
         else:
             table.create_index("ts", config=BTree())
     return table
@@ -342,13 +366,19 @@ def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[s
     def trimem_adder(idx: Any) -> Callable[[int], None]:
         def add(j: int) -> None:
             i = src[j]
-            idx.add(ids=[n + j], texts=[ds.texts[i]], timestamps=[int(ds.timestamps[i])],
-                    namespaces=[ds.namespaces[i]], vectors=vecs[j:j + 1])
+            idx.add(
+                ids=[n + j],
+                texts=[ds.texts[i]],
+                timestamps=[int(ds.timestamps[i])],
+                namespaces=[ds.namespaces[i]],
+                vectors=vecs[j : j + 1],
+            )
+
         return add
 
     def hnswlib_adder(h: Any) -> Callable[[int], None]:
         h.resize_index(h.get_max_elements() + count)
-        return lambda j: h.add_items(vecs[j:j + 1], [n + j], num_threads=1)
+        return lambda j: h.add_items(vecs[j : j + 1], [n + j], num_threads=1)
 
     def tantivy_adder(built: tuple[Any, Any]) -> Callable[[int], None]:
         tantivy = _require("tantivy")
@@ -362,11 +392,15 @@ def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[s
             writer.add_document(doc)
             writer.commit()
             index.reload()
+
         return add
 
     out: dict[str, dict[str, Any]] = {}
     adders: dict[str, Callable[[Any], Callable[[int], None]]] = {
-        "trimem": trimem_adder, "hnswlib": hnswlib_adder, "tantivy": tantivy_adder}
+        "trimem": trimem_adder,
+        "hnswlib": hnswlib_adder,
+        "tantivy": tantivy_adder,
+    }
     for name, make in adders.items():
         b = shared.built(name)
         if b is None:
@@ -378,8 +412,12 @@ def single_inserts(shared: Shared, wl: Workload, count: int) -> dict[str, dict[s
             one(j)
             lat[j] = time.perf_counter() - t
         p50, p99 = np.percentile(lat, [50, 99]) * 1e3
-        out[name] = {"batch_per_s": n / b.build_s if b.build_s > 0 else None,
-                     "single_p50_ms": float(p50), "single_p99_ms": float(p99), "build_rss_mb": b.rss_mb}
+        out[name] = {
+            "batch_per_s": n / b.build_s if b.build_s > 0 else None,
+            "single_p50_ms": float(p50),
+            "single_p99_ms": float(p99),
+            "build_rss_mb": b.rss_mb,
+        }
     return out
 
 
@@ -461,8 +499,7 @@ class TrimemVectorWindow(_Trimem):
     key, kind, filtered = "trimem-vector-window", "vector", True
 
     def _hits(self, i: int) -> Any:
-        return self.search(vector=self.vectors[i], k=self.k, mode="vector", ef=EF,
-                           time_range=self.windows[i])
+        return self.search(vector=self.vectors[i], k=self.k, mode="vector", ef=EF, time_range=self.windows[i])
 
 
 class TrimemBm25(_Trimem):
@@ -476,16 +513,16 @@ class TrimemHybrid(_Trimem):
     key, kind = "trimem-hybrid", "hybrid"
 
     def _hits(self, i: int) -> Any:
-        return self.search(text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF,
-                           rrf_k=RRF_K)
+        return self.search(text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF, rrf_k=RRF_K)
 
 
 class TrimemHybridWindow(_Trimem):
     key, kind, filtered = "trimem-hybrid-window", "hybrid", True
 
     def _hits(self, i: int) -> Any:
-        return self.search(text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF,
-                           rrf_k=RRF_K, time_range=self.windows[i])
+        return self.search(
+            text=self.texts[i], vector=self.vectors[i], k=self.k, ef=EF, rrf_k=RRF_K, time_range=self.windows[i]
+        )
 
 
 # ---- hnswlib --------------------------------------------------------------
@@ -519,8 +556,7 @@ class HnswlibFilter(Hnswlib):
         lo, hi = self.windows[i]
         ts = self.ts
         try:
-            labels, _ = self.knn(self.vectors[i], k=self.k, num_threads=1,
-                                 filter=lambda label: lo <= ts[label] < hi)
+            labels, _ = self.knn(self.vectors[i], k=self.k, num_threads=1, filter=lambda label: lo <= ts[label] < hi)
         except RuntimeError:  # hnswlib raises when it finds fewer than k allowed points
             return []
         return labels[0]
@@ -540,8 +576,7 @@ class Bm25s(System):
     def build(self, wl: Workload, shared: Shared) -> None:
         _require("bm25s")
         self._use(shared, "tokens", wl.doc_tokens)
-        self.retriever = self._use(shared, f"bm25s-{self.backend}",
-                                   lambda: _bm25s_index(wl, self.backend))
+        self.retriever = self._use(shared, f"bm25s-{self.backend}", lambda: _bm25s_index(wl, self.backend))
         self.vocab = self.retriever.vocab_dict
         self.scores_of = self.retriever.get_scores_from_ids
         self.k = wl.k
@@ -579,8 +614,7 @@ class Bm25sNumba(Bm25s):
         ids = [vocab[t] for t in _dedup(self.tokenize(text)) if t in vocab]
         if not ids:
             return []
-        docs, scores = self.retriever.retrieve([ids], k=k, show_progress=False, n_threads=1,
-                                               weight_mask=mask)
+        docs, scores = self.retriever.retrieve([ids], k=k, show_progress=False, n_threads=1, weight_mask=mask)
         return docs[0][scores[0] > 0].tolist()
 
 
@@ -674,8 +708,9 @@ class HandHybridPre(HandHybrid):
         mask = ((ts_np >= lo) & (ts_np < hi)).astype(np.float32)
         bm_ids = self.bm._top(self.bm.texts[i], LEG, mask)
         try:
-            labels, _ = self.vec.knn(self.vec.vectors[i], k=LEG, num_threads=1,
-                                     filter=lambda label: lo <= ts[label] < hi)
+            labels, _ = self.vec.knn(
+                self.vec.vectors[i], k=LEG, num_threads=1, filter=lambda label: lo <= ts[label] < hi
+            )
             vec_ids = labels[0].tolist()
         except RuntimeError:  # fewer than LEG allowed points found
             vec_ids = []
@@ -699,8 +734,14 @@ class LanceDB(System):
         self.note = f"lancedb {_version('lancedb')}, on disk in a temporary folder"
 
     def query(self, i: int) -> Any:
-        res = (self.table.search(self.vectors[i], query_type="vector").distance_type("cosine")
-               .ef(EF).limit(self.k).select(["id", "_distance"]).to_arrow())
+        res = (
+            self.table.search(self.vectors[i], query_type="vector")
+            .distance_type("cosine")
+            .ef(EF)
+            .limit(self.k)
+            .select(["id", "_distance"])
+            .to_arrow()
+        )
         return res.column("id").to_pylist()
 
 
@@ -713,8 +754,7 @@ class LanceDBFts(LanceDB):
         text = self.texts[i]
         if not text.strip():
             return []
-        res = (self.table.search(text, query_type="fts").limit(self.k)
-               .select(["id", "_score"]).to_arrow())
+        res = self.table.search(text, query_type="fts").limit(self.k).select(["id", "_score"]).to_arrow()
         return res.column("id").to_pylist()
 
 
@@ -730,12 +770,18 @@ class LanceDBHybrid(LanceDB):
         self.reranker = RRFReranker(K=int(RRF_K))
 
     def _hybrid(self, i: int) -> Any:
-        return (self.table.search(query_type="hybrid").vector(self.vectors[i])
-                .text(self.texts[i]).distance_type("cosine").ef(EF).rerank(self.reranker)
-                .limit(LEG))
+        return (
+            self.table.search(query_type="hybrid")
+            .vector(self.vectors[i])
+            .text(self.texts[i])
+            .distance_type("cosine")
+            .ef(EF)
+            .rerank(self.reranker)
+            .limit(LEG)
+        )
 
     def query(self, i: int) -> Any:
-        return self._hybrid(i).select(["id"]).to_arrow().column("id").to_pylist()[:self.k]
+        return self._hybrid(i).select(["id"]).to_arrow().column("id").to_pylist()[: self.k]
 
 
 class LanceDBHybridWindow(LanceDBHybrid):
@@ -745,9 +791,8 @@ class LanceDBHybridWindow(LanceDBHybrid):
 
     def query(self, i: int) -> Any:
         lo, hi = self.windows[i]
-        res = (self._hybrid(i).where(f"ts >= {int(lo)} AND ts < {int(hi)}", prefilter=True)
-               .select(["id"]).to_arrow())
-        return res.column("id").to_pylist()[:self.k]
+        res = self._hybrid(i).where(f"ts >= {int(lo)} AND ts < {int(hi)}", prefilter=True).select(["id"]).to_arrow()
+        return res.column("id").to_pylist()[: self.k]
 
 
 def _version(pkg: str) -> str:
@@ -760,10 +805,23 @@ def _version(pkg: str) -> str:
 SYSTEMS: dict[str, type[System]] = {
     cls.key: cls
     for cls in (
-        TrimemVector, TrimemBm25, TrimemHybrid, TrimemHybridWindow, TrimemVectorWindow,
-        Hnswlib, HnswlibFilter, Bm25s, Bm25sNumba, Tantivy,
-        HandHybrid, HandHybridPost, HandHybridPre,
-        LanceDB, LanceDBFts, LanceDBHybrid, LanceDBHybridWindow,
+        TrimemVector,
+        TrimemBm25,
+        TrimemHybrid,
+        TrimemHybridWindow,
+        TrimemVectorWindow,
+        Hnswlib,
+        HnswlibFilter,
+        Bm25s,
+        Bm25sNumba,
+        Tantivy,
+        HandHybrid,
+        HandHybridPost,
+        HandHybridPre,
+        LanceDB,
+        LanceDBFts,
+        LanceDBHybrid,
+        LanceDBHybridWindow,
     )
 }
 

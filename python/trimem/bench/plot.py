@@ -75,13 +75,17 @@ def plot(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
         r0 = rows[0]
         label = f"{r0['system']} — {r0['case']}"
         xs = [r["n"] for r in rows]
-        ax_lat.plot(xs, [r["p50_ms"] for r in rows], marker="o", color=colour, label=label,
-                    linestyle="-" if key.startswith("trimem") else "--")
-        recalls = [(r["p50_ms"], r["recall_at_10"], r["n"]) for r in rows
-                   if r["recall_at_10"] is not None]
+        ax_lat.plot(
+            xs,
+            [r["p50_ms"] for r in rows],
+            marker="o",
+            color=colour,
+            label=label,
+            linestyle="-" if key.startswith("trimem") else "--",
+        )
+        recalls = [(r["p50_ms"], r["recall_at_10"], r["n"]) for r in rows if r["recall_at_10"] is not None]
         if len(recalls) > 1:
-            ax_rec.plot([x for x, _, _ in recalls], [y for _, y, _ in recalls], color=colour,
-                        linewidth=0.8, alpha=0.5)
+            ax_rec.plot([x for x, _, _ in recalls], [y for _, y, _ in recalls], color=colour, linewidth=0.8, alpha=0.5)
         for x, y, n in recalls:
             ax_rec.scatter([x], [y], color=colour, marker=marker_of[n], s=40)
 
@@ -98,8 +102,9 @@ def plot(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     ax_rec.set_xscale("log")
     ax_rec.set_xlabel("p50 latency per query (ms, log)")
     ax_rec.set_ylabel("recall@10 vs exact answers")
-    ax_rec.set_title("recall vs latency (marker = N: " +
-                     ", ".join(f"{marker_of[n]} {n}" for n in sizes) + ")", fontsize=10)
+    ax_rec.set_title(
+        "recall vs latency (marker = N: " + ", ".join(f"{marker_of[n]} {n}" for n in sizes) + ")", fontsize=10
+    )
     ax_rec.grid(True, which="both", alpha=0.3)
 
     handles, labels = ax_lat.get_legend_handles_labels()

@@ -32,7 +32,11 @@ pub struct Arena {
 
 impl Arena {
     pub fn with_capacity(slots: usize, bytes: usize) -> Self {
-        Arena { bytes: Vec::with_capacity(bytes), spans: Vec::with_capacity(slots), ..Default::default() }
+        Arena {
+            bytes: Vec::with_capacity(bytes),
+            spans: Vec::with_capacity(slots),
+            ..Default::default()
+        }
     }
 
     /// Adds an empty slot at the end.
@@ -44,7 +48,11 @@ impl Arena {
     pub fn set(&mut self, slot: usize, text: &str, payload: &[u8]) {
         self.clear(slot);
         let len = |n: usize| u32::try_from(n).expect("texts and payloads are under 4 GiB");
-        let span = Span { at: self.bytes.len() as u64, text: len(text.len()), payload: len(payload.len()) };
+        let span = Span {
+            at: self.bytes.len() as u64,
+            text: len(text.len()),
+            payload: len(payload.len()),
+        };
         self.bytes.extend_from_slice(text.as_bytes());
         self.bytes.extend_from_slice(payload);
         self.spans[slot] = span;
@@ -121,13 +129,26 @@ mod tests {
         }
         for s in 0..n {
             match (s % 4, s % 8) {
-                (0, 0) => assert_eq!((a.text(s), a.payload(s)), ("x".repeat(400).as_str(), &b"p"[..])),
-                (0, _) => assert_eq!((a.text(s), a.payload(s)), (format!("text {s} é漢").as_str(), &[s as u8; 3][..])),
+                (0, 0) => assert_eq!(
+                    (a.text(s), a.payload(s)),
+                    ("x".repeat(400).as_str(), &b"p"[..])
+                ),
+                (0, _) => assert_eq!(
+                    (a.text(s), a.payload(s)),
+                    (format!("text {s} é漢").as_str(), &[s as u8; 3][..])
+                ),
                 _ => assert_eq!((a.text(s), a.payload(s)), ("", &b""[..])),
             }
         }
-        assert!(a.dead < a.bytes.len(), "compacted: dead {} of {}", a.dead, a.bytes.len());
-        let (texts, payloads): (usize, usize) = (0..n).map(|s| (a.text(s).len(), a.payload(s).len())).fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+        assert!(
+            a.dead < a.bytes.len(),
+            "compacted: dead {} of {}",
+            a.dead,
+            a.bytes.len()
+        );
+        let (texts, payloads): (usize, usize) = (0..n)
+            .map(|s| (a.text(s).len(), a.payload(s).len()))
+            .fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
         assert_eq!((a.text_bytes(), a.payload_bytes()), (texts, payloads));
         // Cleared bytes are zeros, not the forgotten text.
         let live: usize = a.spans.iter().map(|s| s.len()).sum();

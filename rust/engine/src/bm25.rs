@@ -62,7 +62,10 @@ pub struct Bm25 {
 
 impl Bm25 {
     pub fn new(params: Bm25Params) -> Self {
-        Bm25 { params, ..Default::default() }
+        Bm25 {
+            params,
+            ..Default::default()
+        }
     }
 
     pub fn params(&self) -> Bm25Params {
@@ -90,7 +93,9 @@ impl Bm25 {
     }
 
     pub fn doc_freq(&self, term: &str) -> usize {
-        self.term_ids.get(term).map_or(0, |&t| self.postings[t as usize].len())
+        self.term_ids
+            .get(term)
+            .map_or(0, |&t| self.postings[t as usize].len())
     }
 
     /// A query's distinct terms that the index knows, as term ids: what [`Bm25::search`]
@@ -99,7 +104,10 @@ impl Bm25 {
         let mut terms: Vec<&str> = query_terms.iter().map(String::as_str).collect();
         terms.sort_unstable();
         terms.dedup();
-        terms.iter().filter_map(|t| self.term_ids.get(*t).copied()).collect()
+        terms
+            .iter()
+            .filter_map(|t| self.term_ids.get(*t).copied())
+            .collect()
     }
 
     /// Postings a search for `query` reads: its cost, about 6 ns each on this project's machine.
@@ -112,7 +120,10 @@ impl Bm25 {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.postings.iter().map(|p| p.capacity() * std::mem::size_of::<Posting>() + 24).sum::<usize>()
+        self.postings
+            .iter()
+            .map(|p| p.capacity() * std::mem::size_of::<Posting>() + 24)
+            .sum::<usize>()
             + self.spilled.capacity() * 16
             + self.term_ids.keys().map(|k| k.len() + 40).sum::<usize>()
             + self.doc_len.capacity() * 4
@@ -158,7 +169,10 @@ impl Bm25 {
                     t
                 }
             };
-            let p = Posting { slot, tf: tf.min(u32::from(Posting::TF_SPILL)) as u8 };
+            let p = Posting {
+                slot,
+                tf: tf.min(u32::from(Posting::TF_SPILL)) as u8,
+            };
             if p.tf == Posting::TF_SPILL {
                 self.spilled.insert((t, slot), tf);
             }
@@ -181,7 +195,9 @@ impl Bm25 {
         self.total_len -= self.doc_len[s] as u64;
         self.doc_len[s] = 0;
         for (term, _) in term_counts(terms) {
-            let Some(&t) = self.term_ids.get(term) else { continue };
+            let Some(&t) = self.term_ids.get(term) else {
+                continue;
+            };
             let list = &mut self.postings[t as usize];
             if let Ok(at) = list.binary_search_by_key(&slot, |p| p.slot) {
                 if list.remove(at).tf == Posting::TF_SPILL {
@@ -236,7 +252,8 @@ impl Bm25 {
         }
         let indexed: Vec<bool> = flags.into_iter().map(|f| f == 1).collect();
         let doc_len: Vec<u32> = d.array()?;
-        if doc_len.len() > indexed.len() || doc_len.iter().zip(&indexed).any(|(&l, &x)| l > 0 && !x) {
+        if doc_len.len() > indexed.len() || doc_len.iter().zip(&indexed).any(|(&l, &x)| l > 0 && !x)
+        {
             return Err(d.error("document lengths of empty slots"));
         }
         let n_terms = d.count(5)?;
@@ -261,9 +278,14 @@ impl Bm25 {
                     && indexed[slot as usize]
                     && (1..=u64::from(u32::MAX)).contains(&tf);
                 if !ok {
-                    return Err(d.error(format!("bad posting (slot {slot}, tf {tf}) for term {name:?}")));
+                    return Err(d.error(format!(
+                        "bad posting (slot {slot}, tf {tf}) for term {name:?}"
+                    )));
                 }
-                let p = Posting { slot: slot as u32, tf: tf.min(u64::from(Posting::TF_SPILL)) as u8 };
+                let p = Posting {
+                    slot: slot as u32,
+                    tf: tf.min(u64::from(Posting::TF_SPILL)) as u8,
+                };
                 if p.tf == Posting::TF_SPILL {
                     spilled.insert((t, slot as u32), tf as u32);
                 }
@@ -283,7 +305,17 @@ impl Bm25 {
         free_term_ids.reverse();
         let n_docs = indexed.iter().filter(|&&a| a).count();
         let total_len = doc_len.iter().map(|&l| u64::from(l)).sum();
-        let bm25 = Bm25 { params, term_ids, postings, spilled, free_term_ids, doc_len, n_docs, total_len, scratch: Mutex::default() };
+        let bm25 = Bm25 {
+            params,
+            term_ids,
+            postings,
+            spilled,
+            free_term_ids,
+            doc_len,
+            n_docs,
+            total_len,
+            scratch: Mutex::default(),
+        };
         Ok((bm25, indexed))
     }
 
@@ -378,7 +410,13 @@ mod tests {
         idx.add(0, &terms("docker node port 8080"));
         idx.add(1, &terms("nginx proxy port 443"));
         idx.add(2, &terms("mysql port 3306 port taken"));
-        let hits = idx.search(&idx.query(&terms("port 8080")), 10, 0.0, |_| true, |s| s as u64);
+        let hits = idx.search(
+            &idx.query(&terms("port 8080")),
+            10,
+            0.0,
+            |_| true,
+            |s| s as u64,
+        );
         // Hand computation: N = 3, avgdl = 13/3.
         let avgdl = 13.0f64 / 3.0;
         let idf = |df: f64| (1.0 + (3.0 - df + 0.5) / (df + 0.5)).ln();
@@ -388,7 +426,10 @@ mod tests {
         let want1 = idf(3.0) * part(1.0, 4.0);
         assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [0, 2, 1]);
         for ((score, _), want) in hits.iter().zip([want0, want2, want1]) {
-            assert!(((*score as f64) - want).abs() / want < 1e-6, "{score} vs {want}");
+            assert!(
+                ((*score as f64) - want).abs() / want < 1e-6,
+                "{score} vs {want}"
+            );
         }
     }
 
@@ -411,7 +452,10 @@ mod tests {
             let hits = idx.search(&idx.query(&terms("x")), 10, 0.0, |_| true, |s| s as u64);
             for &(got, slot) in hits.iter().filter(|h| h.1 < 3) {
                 let tf = [254.0, 255.0, 70_000.0][slot as usize];
-                assert!(((got as f64) - score(tf)).abs() < 1e-5 * score(tf), "slot {slot}: {got}");
+                assert!(
+                    ((got as f64) - score(tf)).abs() < 1e-5 * score(tf),
+                    "slot {slot}: {got}"
+                );
             }
             assert_eq!(hits.iter().filter(|h| h.1 < 3).count(), slots.len());
         };
@@ -421,7 +465,11 @@ mod tests {
         let (back, _) = Bm25::decode(&mut Dec::new(&e.buf, "bm25"), Bm25Params::default()).unwrap();
         check(&back, &[0, 1, 2]);
         idx.remove(2, &long(70_000));
-        assert_eq!(idx.spilled.len(), 1, "the spilled frequency goes with its posting");
+        assert_eq!(
+            idx.spilled.len(),
+            1,
+            "the spilled frequency goes with its posting"
+        );
     }
 
     #[test]

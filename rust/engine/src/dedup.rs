@@ -58,7 +58,13 @@ pub struct DedupParams {
 
 impl Default for DedupParams {
     fn default() -> Self {
-        DedupParams { min_jaccard: 0.8, min_cosine: 0.9, candidate_bits: 14, scan: 1024, reinforce: true }
+        DedupParams {
+            min_jaccard: 0.8,
+            min_cosine: 0.9,
+            candidate_bits: 14,
+            scan: 1024,
+            reinforce: true,
+        }
     }
 }
 
@@ -121,7 +127,9 @@ pub fn fingerprint(terms: &[String]) -> Fingerprint {
             *c += (h >> bit & 1) as u32;
         }
     }
-    let sim = ones.iter().enumerate().fold(0u64, |acc, (bit, &c)| acc | ((2 * c > distinct) as u64) << bit);
+    let sim = ones.iter().enumerate().fold(0u64, |acc, (bit, &c)| {
+        acc | ((2 * c > distinct) as u64) << bit
+    });
     Fingerprint { exact, sim, set }
 }
 
@@ -157,8 +165,16 @@ impl DedupIndex {
 
     /// Forgets a removed record. `live(slot, sim)` says whether a listed slot still holds that
     /// record (a freed slot can be reused by another one).
-    pub fn remove(&mut self, namespace: u32, slot: u32, fp: Fingerprint, live: impl Fn(u32, u64) -> bool) {
-        let Some(ns) = self.namespaces.get_mut(&namespace) else { return };
+    pub fn remove(
+        &mut self,
+        namespace: u32,
+        slot: u32,
+        fp: Fingerprint,
+        live: impl Fn(u32, u64) -> bool,
+    ) {
+        let Some(ns) = self.namespaces.get_mut(&namespace) else {
+            return;
+        };
         if ns.exact.get(&fp.exact) == Some(&slot) {
             ns.exact.remove(&fp.exact);
         }
@@ -175,13 +191,25 @@ impl DedupIndex {
 
     /// The slot of an earlier record with the same exact hash, if any.
     pub fn exact(&self, namespace: u32, fp: Fingerprint) -> Option<u32> {
-        self.namespaces.get(&namespace)?.exact.get(&fp.exact).copied()
+        self.namespaces
+            .get(&namespace)?
+            .exact
+            .get(&fp.exact)
+            .copied()
     }
 
     /// Recent live slots whose SimHash is within `candidate_bits` of `fp`, nearest first
     /// (newest on ties).
-    pub fn candidates(&self, namespace: u32, fp: Fingerprint, p: &DedupParams, live: impl Fn(u32, u64) -> bool) -> Vec<u32> {
-        let Some(ns) = self.namespaces.get(&namespace) else { return Vec::new() };
+    pub fn candidates(
+        &self,
+        namespace: u32,
+        fp: Fingerprint,
+        p: &DedupParams,
+        live: impl Fn(u32, u64) -> bool,
+    ) -> Vec<u32> {
+        let Some(ns) = self.namespaces.get(&namespace) else {
+            return Vec::new();
+        };
         let from = ns.recent.len().saturating_sub(p.scan.min(RECENT_KEEP));
         let mut near = Vec::new();
         near_positions(&ns.recent[from..], fp.sim, p.candidate_bits, &mut near);
@@ -210,7 +238,12 @@ fn near_positions(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u3
 }
 
 #[inline(always)]
-fn near_positions_portable(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u32, usize)>) {
+fn near_positions_portable(
+    entries: &[(u64, u32)],
+    sim: u64,
+    bits: u32,
+    out: &mut Vec<(u32, usize)>,
+) {
     for (pos, &(s, _)) in entries.iter().enumerate() {
         let d = (s ^ sim).count_ones();
         if d <= bits {
@@ -221,7 +254,12 @@ fn near_positions_portable(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mu
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-unsafe fn near_positions_popcnt(entries: &[(u64, u32)], sim: u64, bits: u32, out: &mut Vec<(u32, usize)>) {
+unsafe fn near_positions_popcnt(
+    entries: &[(u64, u32)],
+    sim: u64,
+    bits: u32,
+    out: &mut Vec<(u32, usize)>,
+) {
     near_positions_portable(entries, sim, bits, out)
 }
 
@@ -244,10 +282,15 @@ mod tests {
 
     #[test]
     fn simhash_separates_unrelated_and_keeps_near_texts_close() {
-        let base = "we moved the billing service from heroku to fly io last tuesday after the outage";
+        let base =
+            "we moved the billing service from heroku to fly io last tuesday after the outage";
         let near = "we moved the billing service from heroku to fly io on tuesday after the outage";
         let other = "my favourite editor is vim and i use a dark colour theme everywhere";
-        let (a, b, c) = (fingerprint(&toks(base)), fingerprint(&toks(near)), fingerprint(&toks(other)));
+        let (a, b, c) = (
+            fingerprint(&toks(base)),
+            fingerprint(&toks(near)),
+            fingerprint(&toks(other)),
+        );
         assert!((a.sim ^ b.sim).count_ones() <= DedupParams::default().candidate_bits);
         assert!((a.sim ^ c.sim).count_ones() > DedupParams::default().candidate_bits);
     }
@@ -255,7 +298,10 @@ mod tests {
     #[test]
     fn jaccard_by_hand() {
         let j = |a: &str, b: &str| fingerprint(&toks(a)).jaccard(&fingerprint(&toks(b)));
-        assert_eq!(j("alpha beta gamma delta", "alpha beta gamma epsilon"), 3.0 / 5.0);
+        assert_eq!(
+            j("alpha beta gamma delta", "alpha beta gamma epsilon"),
+            3.0 / 5.0
+        );
         assert_eq!(j("alpha alpha beta", "beta alpha"), 1.0);
         assert_eq!(j("", ""), 1.0);
         assert_eq!(j("alpha", "beta"), 0.0);
@@ -268,27 +314,42 @@ mod tests {
         d.insert(1, 10, fp);
         assert_eq!(d.exact(1, fp), Some(10));
         assert_eq!(d.exact(2, fp), None);
-        assert_eq!(d.candidates(1, fp, &DedupParams::default(), |_, _| true), vec![10]);
+        assert_eq!(
+            d.candidates(1, fp, &DedupParams::default(), |_, _| true),
+            vec![10]
+        );
         d.remove(1, 10, fp, |_, _| false);
         assert_eq!(d.exact(1, fp), None);
-        assert!(d.candidates(1, fp, &DedupParams::default(), |_, _| false).is_empty());
+        assert!(d
+            .candidates(1, fp, &DedupParams::default(), |_, _| false)
+            .is_empty());
     }
 
     #[test]
     fn recent_entries_are_bounded_and_the_window_is_unchanged() {
         let mut d = DedupIndex::default();
-        let fp = |i: u64| Fingerprint { exact: i, sim: i.wrapping_mul(0x9E37_79B9_7F4A_7C15), set: [0; 4] };
+        let fp = |i: u64| Fingerprint {
+            exact: i,
+            sim: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            set: [0; 4],
+        };
         let n = 5 * RECENT_KEEP as u64;
         for i in 0..n {
             d.insert(7, i as u32, fp(i));
         }
         let ns = &d.namespaces[&7];
         assert!(ns.recent.len() < 2 * RECENT_KEEP && ns.exact.len() == n as usize);
-        let p = DedupParams { candidate_bits: 0, ..DedupParams::default() };
+        let p = DedupParams {
+            candidate_bits: 0,
+            ..DedupParams::default()
+        };
         // The newest records are candidates of themselves; one just outside the window is not.
         let live = |_: u32, _: u64| true;
         assert_eq!(d.candidates(7, fp(n - 1), &p, live), vec![(n - 1) as u32]);
-        assert_eq!(d.candidates(7, fp(n - 1024), &p, live), vec![(n - 1024) as u32]);
+        assert_eq!(
+            d.candidates(7, fp(n - 1024), &p, live),
+            vec![(n - 1024) as u32]
+        );
         assert!(d.candidates(7, fp(n - 1025), &p, live).is_empty());
         assert_eq!(d.exact(7, fp(0)), Some(0)); // exact hashes are all kept
     }

@@ -23,7 +23,8 @@ pub fn kernel_name() -> &'static str {
 pub(crate) fn avx512_allowed() -> bool {
     static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ALLOWED.get_or_init(|| {
-        std::env::var("TRIMEM_SIMD").map_or(true, |v| v != "avx2") && std::arch::is_x86_feature_detected!("avx512f")
+        std::env::var("TRIMEM_SIMD").map_or(true, |v| v != "avx2")
+            && std::arch::is_x86_feature_detected!("avx512f")
     })
 }
 
@@ -33,7 +34,8 @@ fn kernels() -> (&'static str, DotFn) {
         if avx512_allowed() {
             return ("avx512f", dot_avx512);
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             return ("avx2+fma", dot_avx2);
         }
     }
@@ -77,9 +79,21 @@ unsafe fn dot_avx2_impl(a: &[f32], b: &[f32]) -> f32 {
     let mut i = 0;
     while i + 32 <= n {
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 16)), _mm256_loadu_ps(pb.add(i + 16)), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 24)), _mm256_loadu_ps(pb.add(i + 24)), s3);
+        s1 = _mm256_fmadd_ps(
+            _mm256_loadu_ps(pa.add(i + 8)),
+            _mm256_loadu_ps(pb.add(i + 8)),
+            s1,
+        );
+        s2 = _mm256_fmadd_ps(
+            _mm256_loadu_ps(pa.add(i + 16)),
+            _mm256_loadu_ps(pb.add(i + 16)),
+            s2,
+        );
+        s3 = _mm256_fmadd_ps(
+            _mm256_loadu_ps(pa.add(i + 24)),
+            _mm256_loadu_ps(pb.add(i + 24)),
+            s3,
+        );
         i += 32;
     }
     while i + 8 <= n {
@@ -119,12 +133,24 @@ unsafe fn dot_avx512_impl(a: &[f32], b: &[f32]) -> f32 {
     let mut i = 0;
     while i + 32 <= n {
         s0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i + 16)), _mm512_loadu_ps(pb.add(i + 16)), s1);
+        s1 = _mm512_fmadd_ps(
+            _mm512_loadu_ps(pa.add(i + 16)),
+            _mm512_loadu_ps(pb.add(i + 16)),
+            s1,
+        );
         i += 32;
     }
     while i < n {
-        let m: __mmask16 = if n - i >= 16 { 0xFFFF } else { (1u16 << (n - i)) - 1 };
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, pa.add(i)), _mm512_maskz_loadu_ps(m, pb.add(i)), s0);
+        let m: __mmask16 = if n - i >= 16 {
+            0xFFFF
+        } else {
+            (1u16 << (n - i)) - 1
+        };
+        s0 = _mm512_fmadd_ps(
+            _mm512_maskz_loadu_ps(m, pa.add(i)),
+            _mm512_maskz_loadu_ps(m, pb.add(i)),
+            s0,
+        );
         i += 16;
     }
     _mm512_reduce_add_ps(_mm512_add_ps(s0, s1))
@@ -149,12 +175,18 @@ mod tests {
     #[test]
     fn kernels_agree_with_naive_sum() {
         for n in [0usize, 1, 7, 8, 31, 32, 33, 384, 1000] {
-            let a: Vec<f32> = (0..n).map(|i| ((i * 7919) % 97) as f32 / 97.0 - 0.5).collect();
-            let b: Vec<f32> = (0..n).map(|i| ((i * 104729) % 89) as f32 / 89.0 - 0.5).collect();
+            let a: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 97) as f32 / 97.0 - 0.5)
+                .collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| ((i * 104729) % 89) as f32 / 89.0 - 0.5)
+                .collect();
             let naive: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
             let mut kernels = vec![dot_portable as DotFn, dot_kernel()];
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
                 kernels.push(dot_avx2);
             }
             for k in kernels {

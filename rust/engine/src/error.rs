@@ -11,7 +11,11 @@ pub enum EngineError {
     /// A zero vector cannot be normalised for the cosine metric.
     ZeroVector { row: usize },
     /// Parallel inputs of a batch have different lengths.
-    LengthMismatch { what: &'static str, expected: usize, got: usize },
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     /// An id that already exists was added without `upsert`.
     DuplicateId(u64),
     /// The same id twice in one batch.
@@ -23,7 +27,11 @@ pub enum EngineError {
     /// A namespace or session name that is empty, too long or holds control characters.
     InvalidName { what: &'static str, reason: String },
     /// A text longer than the index accepts.
-    TextTooLong { row: usize, bytes: usize, limit: usize },
+    TextTooLong {
+        row: usize,
+        bytes: usize,
+        limit: usize,
+    },
     /// Any other argument outside its domain (the message says which and why).
     InvalidArgument(String),
     /// A file operation of the store failed (the message names the operation and the file).
@@ -33,7 +41,11 @@ pub enum EngineError {
     /// Another process holds the store's writer lock.
     Locked(String),
     /// A store file written by a newer trimem.
-    FormatVersion { path: String, found: u32, supported: u32 },
+    FormatVersion {
+        path: String,
+        found: u32,
+        supported: u32,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, EngineError>;

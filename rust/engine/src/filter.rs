@@ -85,7 +85,12 @@ impl<'a> Resolved<'a> {
             Some(s) => Some(records.sessions.get(s)?),
             None => None,
         };
-        Some(Resolved { records, time: f.time_range, namespace, session })
+        Some(Resolved {
+            records,
+            time: f.time_range,
+            namespace,
+            session,
+        })
     }
 
     /// The namespace id the filter names, if any.
@@ -107,7 +112,8 @@ impl<'a> Resolved<'a> {
     pub fn allows(&self, slot: u32) -> bool {
         let s = slot as usize;
         let r = self.records;
-        self.time.is_none_or(|(lo, hi)| (lo..hi).contains(&r.timestamps[s]))
+        self.time
+            .is_none_or(|(lo, hi)| (lo..hi).contains(&r.timestamps[s]))
             && r.alive[s]
             && self.namespace.is_none_or(|n| r.namespace[s] == n)
             && self.session.is_none_or(|n| r.session[s] == n)
@@ -138,7 +144,11 @@ impl<'a> Resolved<'a> {
                 hit += self.allows(s as u32) as usize;
             }
         }
-        let est = if seen == 0 { live } else { (hit * live).div_ceil(seen) };
+        let est = if seen == 0 {
+            live
+        } else {
+            (hit * live).div_ceil(seen)
+        };
         match self.namespace {
             Some(ns) => est.min(r.namespaces.count(ns)),
             None => est,
@@ -150,7 +160,8 @@ impl<'a> Resolved<'a> {
     pub fn bitmap(&self) -> SlotBits {
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::distance::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512bw") {
+            if crate::distance::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512bw")
+            {
                 // SAFETY: AVX-512F and AVX-512BW were detected just above.
                 return SlotBits(unsafe { self.bitmap_avx512() });
             }
@@ -227,7 +238,11 @@ impl<'a> Resolved<'a> {
         if self.namespace.is_none() && self.time.is_none() {
             Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
         } else {
-            Box::new(self.records.range(self.namespace, self.time, order).filter(move |&s| self.allows(s)))
+            Box::new(
+                self.records
+                    .range(self.namespace, self.time, order)
+                    .filter(move |&s| self.allows(s)),
+            )
         }
     }
 }
@@ -241,24 +256,37 @@ mod tests {
     fn bitmap_agrees_with_direct_checks() {
         let mut records = Records::default();
         for i in 0..1000u64 {
-            records.insert(&Record {
-                id: i,
-                namespace: format!("ns{}", i % 3),
-                session: (i % 5 == 0).then(|| "s".to_owned()),
-                timestamp: (i as i64 * 7919) % 1000,
-                text: String::new(),
-                payload: Vec::new(),
-                importance: 0.0,
-                vector: None,
-            }, Default::default());
+            records.insert(
+                &Record {
+                    id: i,
+                    namespace: format!("ns{}", i % 3),
+                    session: (i % 5 == 0).then(|| "s".to_owned()),
+                    timestamp: (i as i64 * 7919) % 1000,
+                    text: String::new(),
+                    payload: Vec::new(),
+                    importance: 0.0,
+                    vector: None,
+                },
+                Default::default(),
+            );
         }
         for i in (0..1000).step_by(7) {
             records.remove(i);
         }
         let filters = [
-            Filter { time_range: Some((100, 400)), ..Default::default() },
-            Filter { namespace: Some("ns1".into()), ..Default::default() },
-            Filter { time_range: Some((0, 999)), namespace: Some("ns2".into()), session: Some("s".into()) },
+            Filter {
+                time_range: Some((100, 400)),
+                ..Default::default()
+            },
+            Filter {
+                namespace: Some("ns1".into()),
+                ..Default::default()
+            },
+            Filter {
+                time_range: Some((0, 999)),
+                namespace: Some("ns2".into()),
+                session: Some("s".into()),
+            },
         ];
         for f in &filters {
             let r = Resolved::new(&records, f).unwrap();
@@ -269,7 +297,11 @@ mod tests {
             let listed: Vec<u32> = (0..1000).filter(|&s| direct[s as usize]).collect();
             assert_eq!(bitmap.ones_within(&[u64::MAX; 16]), listed, "{f:?}");
             let evens: Vec<u32> = listed.iter().copied().filter(|s| s % 2 == 0).collect();
-            assert_eq!(bitmap.ones_within(&[0x5555_5555_5555_5555; 16]), evens, "{f:?}");
+            assert_eq!(
+                bitmap.ones_within(&[0x5555_5555_5555_5555; 16]),
+                evens,
+                "{f:?}"
+            );
             assert!(direct.iter().any(|&b| b) && direct.iter().any(|&b| !b));
         }
     }

@@ -138,8 +138,13 @@ pub fn fuse(
     // only when they move the ranking, else just for the hits returned.
     let fill_usage = |h: &mut Hit| {
         let s = h.slot as usize;
-        (h.accesses, h.mentions, h.last_access) = (records.accesses[s], records.mentions[s], records.last_access[s]);
-        h.importance = p.effective_importance(h.base_importance, h.accesses.saturating_add(h.mentions));
+        (h.accesses, h.mentions, h.last_access) = (
+            records.accesses[s],
+            records.mentions[s],
+            records.last_access[s],
+        );
+        h.importance =
+            p.effective_importance(h.base_importance, h.accesses.saturating_add(h.mentions));
     };
     let ranking_uses = p.importance_weight != 0.0 || (p.half_life.is_some() && p.decay_from_use);
     for h in &mut hits {
@@ -147,7 +152,11 @@ pub fn fuse(
             fill_usage(h);
         }
         if let Some(half_life) = p.half_life {
-            let since = if p.decay_from_use { h.timestamp.max(h.last_access) } else { h.timestamp };
+            let since = if p.decay_from_use {
+                h.timestamp.max(h.last_access)
+            } else {
+                h.timestamp
+            };
             let age = (p.now.saturating_sub(since)).max(0) as f64;
             h.decay = 0.5f64.powf(age / half_life) as f32;
             h.score += p.decay_weight * h.decay;

@@ -12,7 +12,10 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::{Acquire, Relaxed, Release}};
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use foldhash::{HashMap, HashMapExt};
 use parking_lot::Mutex;
@@ -39,7 +42,9 @@ impl PartialOrd for Scored {
 }
 impl Ord for Scored {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.dist.total_cmp(&other.dist).then(self.slot.cmp(&other.slot))
+        self.dist
+            .total_cmp(&other.dist)
+            .then(self.slot.cmp(&other.slot))
     }
 }
 
@@ -166,7 +171,9 @@ impl Hnsw {
     /// with fewer levels.
     #[inline(always)]
     fn at_level(&self, slot: u32, level: usize) -> bool {
-        self.levels.get(slot as usize).is_some_and(|&l| l as isize >= level as isize)
+        self.levels
+            .get(slot as usize)
+            .is_some_and(|&l| l as isize >= level as isize)
     }
 
     /// [`Hnsw::at_level`], and during an insert (`building`) also finished linking.
@@ -233,7 +240,11 @@ impl Hnsw {
     #[inline(always)]
     fn prefetch_links(&self, slot: u32, level: usize) {
         if level == 0 {
-            prefetch(self.level0.as_ptr().wrapping_add(slot as usize * (1 + self.m0)));
+            prefetch(
+                self.level0
+                    .as_ptr()
+                    .wrapping_add(slot as usize * (1 + self.m0)),
+            );
         }
     }
 
@@ -304,11 +315,14 @@ impl Hnsw {
             let at = match self.upper_free.get_mut(level).and_then(Vec::pop) {
                 Some(at) => at as usize,
                 None => {
-                    self.upper.resize_with(self.upper.len() + len, || AtomicU32::new(0));
+                    self.upper
+                        .resize_with(self.upper.len() + len, || AtomicU32::new(0));
                     self.upper.len() - len
                 }
             };
-            self.upper[at..at + len].iter().for_each(|c| c.store(0, Relaxed));
+            self.upper[at..at + len]
+                .iter()
+                .for_each(|c| c.store(0, Relaxed));
             self.upper_at[slot as usize] = at as u32;
         }
         self.links(slot, 0)[0].store(0, Relaxed);
@@ -349,24 +363,44 @@ impl Hnsw {
         let q = self.vector(slot).to_vec();
         let partition = self.part[slot as usize];
         let mut entries = self.entries.lock();
-        let Some(&Entry { slot: mut ep, level: top }) = entries.get(&partition) else {
+        let Some(&Entry {
+            slot: mut ep,
+            level: top,
+        }) = entries.get(&partition)
+        else {
             entries.insert(partition, Entry { slot, level });
             self.linked[slot as usize].store(true, Release);
             return;
         };
         // Keep the entry lock while a new top level is built, as hnswlib does.
         let keep_entry = level > top;
-        let guard = if keep_entry { Some(entries) } else { drop(entries); None };
+        let guard = if keep_entry {
+            Some(entries)
+        } else {
+            drop(entries);
+            None
+        };
 
-        let mut cur = Scored { dist: self.dist(&q, ep), slot: ep };
+        let mut cur = Scored {
+            dist: self.dist(&q, ep),
+            slot: ep,
+        };
         let mut buf = Vec::with_capacity(self.m0);
         for l in (level + 1..=top).rev() {
             cur = self.greedy(&q, cur, l, &mut buf, true);
         }
         ep = cur.slot;
         for l in (0..=level.min(top)).rev() {
-            let found =
-                self.search_layer(&q, &[ep], self.ef_construction, l, vl, None::<&fn(u32) -> bool>, false, true);
+            let found = self.search_layer(
+                &q,
+                &[ep],
+                self.ef_construction,
+                l,
+                vl,
+                None::<&fn(u32) -> bool>,
+                false,
+                true,
+            );
             let mut sorted = found.into_sorted_vec();
             // Stale links (to a deleted node's reused slot) may lead into another partition.
             sorted.retain(|c| c.slot != slot && self.part[c.slot as usize] == partition);
@@ -413,11 +447,18 @@ impl Hnsw {
         let mut cands: Vec<Scored> = cur
             .iter()
             .filter(|&&n| self.at_level(n, level))
-            .map(|&n| Scored { dist: self.dist(base, n), slot: n })
+            .map(|&n| Scored {
+                dist: self.dist(base, n),
+                slot: n,
+            })
             .collect();
         cands.push(Scored { dist, slot: new });
         cands.sort_unstable();
-        let chosen: Vec<u32> = self.select_heuristic(&cands, max).iter().map(|c| c.slot).collect();
+        let chosen: Vec<u32> = self
+            .select_heuristic(&cands, max)
+            .iter()
+            .map(|c| c.slot)
+            .collect();
         self.write_links(node, level, &chosen);
     }
 
@@ -440,7 +481,14 @@ impl Hnsw {
         chosen
     }
 
-    fn greedy(&self, q: &[f32], mut cur: Scored, level: usize, buf: &mut Vec<u32>, building: bool) -> Scored {
+    fn greedy(
+        &self,
+        q: &[f32],
+        mut cur: Scored,
+        level: usize,
+        buf: &mut Vec<u32>,
+        building: bool,
+    ) -> Scored {
         loop {
             let mut changed = false;
             self.read_links(cur.slot, level, buf);
@@ -487,7 +535,10 @@ impl Hnsw {
             if vl.check_and_mark(ep) {
                 continue;
             }
-            let c = Scored { dist: self.dist(q, ep), slot: ep };
+            let c = Scored {
+                dist: self.dist(q, ep),
+                slot: ep,
+            };
             candidates.push(Reverse(c));
             if allow.is_none_or(|f| f(ep)) {
                 results.push(c);
@@ -511,7 +562,9 @@ impl Hnsw {
                 self.gather_two_hop(&buf, level, vl, allow, &mut batch);
             } else {
                 batch.extend(
-                    buf.iter().copied().filter(|&n| !vl.check_and_mark(n) && self.usable(n, level, building)),
+                    buf.iter()
+                        .copied()
+                        .filter(|&n| !vl.check_and_mark(n) && self.usable(n, level, building)),
                 );
             }
             // Request the next vector's first line early, as hnswlib does; the hardware
@@ -611,10 +664,17 @@ impl Hnsw {
         two_hop: bool,
         partition: u32,
     ) -> Vec<(f32, u32)> {
-        let Some(Entry { slot: ep, level: top }) = self.entries.lock().get(&partition).copied() else {
+        let Some(Entry {
+            slot: ep,
+            level: top,
+        }) = self.entries.lock().get(&partition).copied()
+        else {
             return Vec::new();
         };
-        let mut cur = Scored { dist: self.dist(q, ep), slot: ep };
+        let mut cur = Scored {
+            dist: self.dist(q, ep),
+            slot: ep,
+        };
         let mut buf = Vec::with_capacity(self.m0);
         for l in (1..=top).rev() {
             cur = self.greedy(q, cur, l, &mut buf, false);
@@ -673,7 +733,14 @@ impl Hnsw {
     /// Top-`k` over the given slots (increasing, all in the graph: see [`Hnsw::in_graph`]), as
     /// [`Hnsw::exact`] returns it, from the `rescore` slots whose sign sketches estimate the
     /// highest similarity, scored exactly. Without sketches, the exact scan of every slot.
-    pub fn sketch_scan(&self, q: &[f32], k: usize, slots: &[u32], rescore: usize, tie_key: impl Fn(u32) -> u64) -> Vec<(f32, u32)> {
+    pub fn sketch_scan(
+        &self,
+        q: &[f32],
+        k: usize,
+        slots: &[u32],
+        rescore: usize,
+        tie_key: impl Fn(u32) -> u64,
+    ) -> Vec<(f32, u32)> {
         let Some(sk) = &self.sketches else {
             return self.exact(q, k, slots, tie_key);
         };
@@ -685,7 +752,8 @@ impl Hnsw {
 
     /// Similarity of `q` to the vector at `slot`, if it has one.
     pub fn similarity(&self, q: &[f32], slot: u32) -> Option<f32> {
-        self.contains(slot).then(|| (self.dot)(q, self.vector(slot)))
+        self.contains(slot)
+            .then(|| (self.dot)(q, self.vector(slot)))
     }
 
     /// The two big arrays of the image, written raw: vectors (`capacity × dim`) and level-0
@@ -694,7 +762,9 @@ impl Hnsw {
     pub(crate) fn raw_parts(&self) -> (&[f32], &[u32]) {
         // SAFETY: AtomicU32 has the size, alignment and bit validity of u32, and no thread
         // writes links while the owning index is shared immutably.
-        let links = unsafe { std::slice::from_raw_parts(self.level0.as_ptr().cast::<u32>(), self.level0.len()) };
+        let links = unsafe {
+            std::slice::from_raw_parts(self.level0.as_ptr().cast::<u32>(), self.level0.len())
+        };
         (&self.vectors, links)
     }
 
@@ -705,7 +775,10 @@ impl Hnsw {
         for (slot, &level) in self.levels.iter().enumerate() {
             if level > 0 {
                 let at = self.upper_at[slot] as usize;
-                let raw: Vec<u32> = self.upper[at..at + level as usize * (1 + self.m)].iter().map(|a| a.load(Relaxed)).collect();
+                let raw: Vec<u32> = self.upper[at..at + level as usize * (1 + self.m)]
+                    .iter()
+                    .map(|a| a.load(Relaxed))
+                    .collect();
                 e.array(&raw);
             }
         }
@@ -724,7 +797,13 @@ impl Hnsw {
 
     /// Rebuilds a graph from its image, checking every link and level so that a damaged image
     /// can never send a search out of bounds.
-    pub(crate) fn decode(d: &mut Dec, dim: usize, params: HnswParams, vectors: Vec<f32>, level0: Vec<u32>) -> Result<Hnsw> {
+    pub(crate) fn decode(
+        d: &mut Dec,
+        dim: usize,
+        params: HnswParams,
+        vectors: Vec<f32>,
+        level0: Vec<u32>,
+    ) -> Result<Hnsw> {
         let mut h = Hnsw::new(dim, params);
         let levels: Vec<i8> = d.array::<u8>()?.into_iter().map(|l| l as i8).collect();
         let cap = levels.len();
@@ -750,7 +829,9 @@ impl Hnsw {
                 continue;
             }
             let raw: Vec<u32> = d.array()?;
-            if raw.len() != l as usize * (1 + h.m) || !raw.chunks_exact(1 + h.m).all(|b| check(b, h.m)) {
+            if raw.len() != l as usize * (1 + h.m)
+                || !raw.chunks_exact(1 + h.m).all(|b| check(b, h.m))
+            {
                 return Err(d.error("bad upper-level links"));
             }
             upper_at[slot] = upper.len() as u32;
@@ -764,7 +845,9 @@ impl Hnsw {
         let mut entries = HashMap::with_capacity(n_entries);
         for _ in 0..n_entries {
             let (p, slot, level) = (d.u32()?, d.u32()?, d.u32()? as usize);
-            let ok = (slot as usize) < cap && levels[slot as usize] as isize == level as isize && part[slot as usize] == p;
+            let ok = (slot as usize) < cap
+                && levels[slot as usize] as isize == level as isize
+                && part[slot as usize] == p;
             if !ok || entries.insert(p, Entry { slot, level }).is_some() {
                 return Err(d.error("bad entry point"));
             }
@@ -781,7 +864,9 @@ impl Hnsw {
             return Err(d.error("partitions and entry points disagree"));
         }
         h.rng = d.u64()?;
-        h.sketches = params.sign_sketches.then(|| SignSketches::from_vectors(dim, &vectors));
+        h.sketches = params
+            .sign_sketches
+            .then(|| SignSketches::from_vectors(dim, &vectors));
         h.in_graph = vec![0; cap.div_ceil(64)];
         for (s, _) in levels.iter().enumerate().filter(|&(_, &l)| l >= 0) {
             h.in_graph[s / 64] |= 1 << (s % 64);
@@ -825,8 +910,15 @@ impl Hnsw {
                     .iter()
                     .chain(mine.iter())
                     .copied()
-                    .filter(|&c| c != n && self.at_level(c, l) && self.part[c as usize] == self.part[n as usize])
-                    .map(|c| Scored { dist: self.dist(&base, c), slot: c })
+                    .filter(|&c| {
+                        c != n
+                            && self.at_level(c, l)
+                            && self.part[c as usize] == self.part[n as usize]
+                    })
+                    .map(|c| Scored {
+                        dist: self.dist(&base, c),
+                        slot: c,
+                    })
                     .collect();
                 cands.sort_unstable();
                 cands.dedup_by_key(|c| c.slot);
@@ -863,7 +955,13 @@ impl Hnsw {
                 .filter(|&(i, &l)| l >= 0 && part[i] == partition)
                 .max_by_key(|&(i, &l)| (l, Reverse(i)));
             match best {
-                Some((i, &l)) => entries.insert(partition, Entry { slot: i as u32, level: l as usize }),
+                Some((i, &l)) => entries.insert(
+                    partition,
+                    Entry {
+                        slot: i as u32,
+                        level: l as usize,
+                    },
+                ),
                 None => entries.remove(&partition),
             };
         }
@@ -893,7 +991,15 @@ mod tests {
 
     fn build(n: usize, dim: usize, threads: usize) -> (Hnsw, Vec<Vec<f32>>) {
         let data = unit_vectors(n, dim, 7);
-        let mut h = Hnsw::new(dim, HnswParams { m: 16, ef_construction: 100, seed: 1, sign_sketches: true });
+        let mut h = Hnsw::new(
+            dim,
+            HnswParams {
+                m: 16,
+                ef_construction: 100,
+                seed: 1,
+                sign_sketches: true,
+            },
+        );
         for (i, v) in data.iter().enumerate() {
             h.stage(i as u32, v, 0);
         }
@@ -905,7 +1011,11 @@ mod tests {
     fn recall(h: &Hnsw, queries: &[Vec<f32>], n: usize, k: usize) -> f64 {
         let mut hit = 0;
         for q in queries {
-            let truth: Vec<u32> = h.exact(q, k, &(0..n as u32).collect::<Vec<_>>(), |s| s as u64).iter().map(|x| x.1).collect();
+            let truth: Vec<u32> = h
+                .exact(q, k, &(0..n as u32).collect::<Vec<_>>(), |s| s as u64)
+                .iter()
+                .map(|x| x.1)
+                .collect();
             let got = h.search(q, k, 64, None::<&fn(u32) -> bool>, false, 0);
             hit += got.iter().filter(|x| truth.contains(&x.1)).count();
         }
@@ -929,7 +1039,15 @@ mod tests {
         // some nodes could not be found even by themselves (~1 build in 40 for the second).
         for seed in 0..40u64 {
             let data = unit_vectors(300, 32, seed + 11);
-            let mut h = Hnsw::new(32, HnswParams { m: 16, ef_construction: 200, seed, sign_sketches: true });
+            let mut h = Hnsw::new(
+                32,
+                HnswParams {
+                    m: 16,
+                    ef_construction: 200,
+                    seed,
+                    sign_sketches: true,
+                },
+            );
             for (i, v) in data.iter().enumerate() {
                 h.stage(i as u32, v, 0);
             }
@@ -951,7 +1069,10 @@ mod tests {
         assert!(h.vector(0).iter().all(|&x| x == 0.0));
         let queries = unit_vectors(50, 32, 5);
         for q in &queries {
-            assert!(h.search(q, 10, 64, None::<&fn(u32) -> bool>, false, 0).iter().all(|x| x.1 % 2 == 1));
+            assert!(h
+                .search(q, 10, 64, None::<&fn(u32) -> bool>, false, 0)
+                .iter()
+                .all(|x| x.1 % 2 == 1));
         }
         let r = recall(&h, &queries, 3000, 10);
         assert!(r >= 0.95, "recall after deleting half = {r}");

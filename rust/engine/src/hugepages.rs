@@ -20,7 +20,11 @@ pub(crate) fn advise<T>(v: &Vec<T>) {
         const PAGE: usize = 4096;
         const MADV_HUGEPAGE: std::ffi::c_int = 14;
         unsafe extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::ffi::c_int,
+            ) -> std::ffi::c_int;
         }
         let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
         let end = (v.as_ptr() as usize + bytes) & !(PAGE - 1);

@@ -136,7 +136,12 @@ impl IndexConfig {
         // (64 dims, tight clusters: recall@10 0.975 against the walk's 0.992), and vectors are
         // cheap enough to score exactly anyway. Elsewhere filtered searches walk the graph.
         let sign_sketches = self.metric == Metric::Cosine && self.dim >= SKETCH_MIN_DIM;
-        HnswParams { m: self.m, ef_construction: self.ef_construction, seed: self.seed, sign_sketches }
+        HnswParams {
+            m: self.m,
+            ef_construction: self.ef_construction,
+            seed: self.seed,
+            sign_sketches,
+        }
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -148,7 +153,10 @@ impl IndexConfig {
             return bad(format!("m={} must be between 2 and 128", self.m));
         }
         if self.ef_construction == 0 || self.ef_construction > 10_000 {
-            return bad(format!("ef_construction={} must be between 1 and 10000", self.ef_construction));
+            return bad(format!(
+                "ef_construction={} must be between 1 and 10000",
+                self.ef_construction
+            ));
         }
         if !(self.bm25.k1.is_finite() && self.bm25.k1 >= 0.0) {
             return bad(format!("k1={} must be a finite number >= 0", self.bm25.k1));
@@ -192,13 +200,22 @@ impl Prepared {
         self.records.is_empty()
     }
 
-    pub fn new(config: &IndexConfig, tokenizer: &Tokenizer, b: &Batch, upsert: bool) -> Result<Self> {
+    pub fn new(
+        config: &IndexConfig,
+        tokenizer: &Tokenizer,
+        b: &Batch,
+        upsert: bool,
+    ) -> Result<Self> {
         let n = b.ids.len();
         let check = |what: &'static str, got: usize| {
             if got == n {
                 Ok(())
             } else {
-                Err(EngineError::LengthMismatch { what, expected: n, got })
+                Err(EngineError::LengthMismatch {
+                    what,
+                    expected: n,
+                    got,
+                })
             }
         };
         check("texts", b.texts.len())?;
@@ -226,7 +243,10 @@ impl Prepared {
             }
             if v.len() != n * config.dim {
                 let got = v.len().checked_div(n).unwrap_or(v.len());
-                return Err(EngineError::Dimension { expected: config.dim, got });
+                return Err(EngineError::Dimension {
+                    expected: config.dim,
+                    got,
+                });
             }
         }
         let mut seen = HashSet::with_capacity(n);
@@ -268,9 +288,17 @@ impl Prepared {
                 vector,
             });
         }
-        let terms: Vec<Vec<String>> = records.iter().map(|r| tokenizer.tokenize(&r.text)).collect();
+        let terms: Vec<Vec<String>> = records
+            .iter()
+            .map(|r| tokenizer.tokenize(&r.text))
+            .collect();
         let prints = terms.iter().map(|t| fingerprint(t)).collect();
-        Ok(Prepared { records, terms, prints, upsert })
+        Ok(Prepared {
+            records,
+            terms,
+            prints,
+            upsert,
+        })
     }
 }
 
@@ -282,7 +310,11 @@ pub fn prepare_vector(metric: Metric, v: &[f32], row: usize) -> Result<Vec<f32>>
     match metric {
         Metric::InnerProduct => Ok(v.to_vec()),
         Metric::Cosine => {
-            let norm = v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt();
+            let norm = v
+                .iter()
+                .map(|&x| (x as f64) * (x as f64))
+                .sum::<f64>()
+                .sqrt();
             if norm == 0.0 || !norm.is_finite() {
                 return Err(EngineError::ZeroVector { row });
             }
@@ -447,14 +479,22 @@ impl HybridIndex {
     /// reinforced instead (one more mention, last use at the newcomer's time). Returns, per
     /// record, the id of the record it duplicated. Deterministic for a given index state, so
     /// replaying a log repeats the same decisions.
-    pub fn apply_dedup(&mut self, batch: Prepared, dedup: Option<&DedupParams>) -> Result<Vec<Option<u64>>> {
+    pub fn apply_dedup(
+        &mut self,
+        batch: Prepared,
+        dedup: Option<&DedupParams>,
+    ) -> Result<Vec<Option<u64>>> {
         if !batch.upsert {
             if let Some(r) = batch.records.iter().find(|r| self.contains(r.id)) {
                 return Err(EngineError::DuplicateId(r.id));
             }
         } else {
-            let existing: Vec<u64> =
-                batch.records.iter().map(|r| r.id).filter(|&id| self.contains(id)).collect();
+            let existing: Vec<u64> = batch
+                .records
+                .iter()
+                .map(|r| r.id)
+                .filter(|&id| self.contains(id))
+                .collect();
             self.delete(&existing, false)?;
         }
         let mut staged = Vec::new();
@@ -474,7 +514,11 @@ impl HybridIndex {
             let slot = self.records.insert(r, fp);
             self.bm25.add(slot, terms);
             if let Some(v) = &r.vector {
-                let partition = if self.config.partition_by_namespace { self.records.namespace[slot as usize] } else { 0 };
+                let partition = if self.config.partition_by_namespace {
+                    self.records.namespace[slot as usize]
+                } else {
+                    0
+                };
                 self.hnsw.stage(slot, v, partition);
                 staged.push(slot);
             }
@@ -495,21 +539,34 @@ impl HybridIndex {
         let ns = rec.namespaces.get(&r.namespace)?;
         // Records without a vector (or a newcomer without one) are judged on their text alone.
         let cosine_ok = |slot: u32| match &r.vector {
-            Some(v) => self.hnsw.similarity(v, slot).is_none_or(|sim| sim >= p.min_cosine),
+            Some(v) => self
+                .hnsw
+                .similarity(v, slot)
+                .is_none_or(|sim| sim >= p.min_cosine),
             None => true,
         };
         if let Some(slot) = rec.dedup.exact(ns, fp) {
             // A 64-bit hash can collide (or be made to): the token sets must agree too.
             let stored = &rec.prints[slot as usize];
-            if rec.alive[slot as usize] && stored.exact == fp.exact && stored.set == fp.set && cosine_ok(slot) {
+            if rec.alive[slot as usize]
+                && stored.exact == fp.exact
+                && stored.set == fp.set
+                && cosine_ok(slot)
+            {
                 return Some(slot);
             }
         }
-        let live = |s: u32, sim: u64| rec.alive[s as usize] && rec.namespace[s as usize] == ns && rec.prints[s as usize].sim == sim;
+        let live = |s: u32, sim: u64| {
+            rec.alive[s as usize]
+                && rec.namespace[s as usize] == ns
+                && rec.prints[s as usize].sim == sim
+        };
         rec.dedup
             .candidates(ns, fp, p, live)
             .into_iter()
-            .find(|&slot| rec.prints[slot as usize].jaccard(&fp) >= p.min_jaccard && cosine_ok(slot))
+            .find(|&slot| {
+                rec.prints[slot as usize].jaccard(&fp) >= p.min_jaccard && cosine_ok(slot)
+            })
     }
 
     /// Counts a use of each record (a recall returned it): one more access, last use at `at`
@@ -540,7 +597,11 @@ impl HybridIndex {
     /// (accesses, mentions, last access) of a record.
     pub fn usage(&self, id: u64) -> Option<(u32, u32, i64)> {
         let s = self.records.slot(id)? as usize;
-        Some((self.records.accesses[s], self.records.mentions[s], self.records.last_access[s]))
+        Some((
+            self.records.accesses[s],
+            self.records.mentions[s],
+            self.records.last_access[s],
+        ))
     }
 
     /// The per-record columns of the records a filter matches, for policies computed in bulk
@@ -548,7 +609,9 @@ impl HybridIndex {
     pub fn columns(&self, filter: &Filter) -> Result<Columns> {
         filter.validate()?;
         let mut c = Columns::default();
-        let Some(r) = Resolved::new(&self.records, filter) else { return Ok(c) };
+        let Some(r) = Resolved::new(&self.records, filter) else {
+            return Ok(c);
+        };
         let rec = &self.records;
         for s in r.matching(Order::Time) {
             let s = s as usize;
@@ -558,7 +621,8 @@ impl HybridIndex {
             c.accesses.push(rec.accesses[s]);
             c.mentions.push(rec.mentions[s]);
             c.last_access.push(rec.last_access[s]);
-            c.text_bytes.push((rec.text(s as u32).len() + rec.payload(s as u32).len()) as u64);
+            c.text_bytes
+                .push((rec.text(s as u32).len() + rec.payload(s as u32).len()) as u64);
         }
         Ok(c)
     }
@@ -579,7 +643,9 @@ impl HybridIndex {
         }
         let mut n = 0;
         for &id in ids {
-            let Some(slot) = self.records.slot(id) else { continue };
+            let Some(slot) = self.records.slot(id) else {
+                continue;
+            };
             let terms = self.tokenizer.tokenize(self.records.text(slot));
             self.bm25.remove(slot, &terms);
             self.hnsw.remove(slot);
@@ -614,27 +680,60 @@ impl HybridIndex {
         };
         let (records, (bm25, graph)) = rayon::join(
             || encode(&|e| self.records.encode(e)),
-            || rayon::join(|| encode(&|e| self.bm25.encode(e, &self.records.alive)), || encode(&|e| self.hnsw.encode(e))),
+            || {
+                rayon::join(
+                    || encode(&|e| self.bm25.encode(e, &self.records.alive)),
+                    || encode(&|e| self.hnsw.encode(e)),
+                )
+            },
         );
         let (vectors, links) = self.hnsw.raw_parts();
-        (ImageBlocks { config: config.buf, records, bm25, graph }, vectors, links)
+        (
+            ImageBlocks {
+                config: config.buf,
+                records,
+                bm25,
+                graph,
+            },
+            vectors,
+            links,
+        )
     }
 
     /// Rebuilds an index from [`HybridIndex::image`] parts, validating all of it. The record
     /// table, the BM25 index and the graph decode in parallel.
-    pub fn from_image(blocks: &ImageBlocks, vectors: Vec<f32>, links: Vec<u32>, what: &str) -> Result<HybridIndex> {
+    pub fn from_image(
+        blocks: &ImageBlocks,
+        vectors: Vec<f32>,
+        links: Vec<u32>,
+        what: &str,
+    ) -> Result<HybridIndex> {
         let mut d = Dec::new(&blocks.config, what);
         let version = d.u32()?;
         if version > IMAGE_VERSION {
-            return Err(EngineError::FormatVersion { path: what.to_owned(), found: version, supported: IMAGE_VERSION });
+            return Err(EngineError::FormatVersion {
+                path: what.to_owned(),
+                found: version,
+                supported: IMAGE_VERSION,
+            });
         }
         let config = IndexConfig {
             dim: d.u64()? as usize,
-            metric: if d.u8()? == 1 { Metric::InnerProduct } else { Metric::Cosine },
+            metric: if d.u8()? == 1 {
+                Metric::InnerProduct
+            } else {
+                Metric::Cosine
+            },
             m: d.u64()? as usize,
             ef_construction: d.u64()? as usize,
-            tokenizer: TokenizerOptions { stem: d.bool()?, stopwords: d.bool()? },
-            bm25: Bm25Params { k1: d.f32()?, b: d.f32()? },
+            tokenizer: TokenizerOptions {
+                stem: d.bool()?,
+                stopwords: d.bool()?,
+            },
+            bm25: Bm25Params {
+                k1: d.f32()?,
+                b: d.f32()?,
+            },
             seed: d.u64()?,
             max_text_bytes: d.u64()? as usize,
             threads: 0,
@@ -642,7 +741,9 @@ impl HybridIndex {
             partition_by_namespace: d.bool()?,
         };
         d.finish()?;
-        config.validate().map_err(|e| d.error(format!("bad index settings: {e}")))?;
+        config
+            .validate()
+            .map_err(|e| d.error(format!("bad index settings: {e}")))?;
         let params = config.hnsw_params();
         let (records, (bm25, hnsw)) = rayon::join(
             || {
@@ -668,25 +769,44 @@ impl HybridIndex {
         let (records, (bm25, indexed), hnsw) = (records?, bm25?, hnsw?);
         let cap = records.capacity();
         let mismatch = |why: &str| EngineError::Corrupted(format!("{what}: {why}"));
-        if indexed.len() > cap || (0..cap).any(|s| records.alive[s] != indexed.get(s).is_some_and(|&x| x)) {
-            return Err(mismatch("the BM25 index and the records disagree on which slots hold documents"));
+        if indexed.len() > cap
+            || (0..cap).any(|s| records.alive[s] != indexed.get(s).is_some_and(|&x| x))
+        {
+            return Err(mismatch(
+                "the BM25 index and the records disagree on which slots hold documents",
+            ));
         }
-        if hnsw.capacity() > cap || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize]) {
+        if hnsw.capacity() > cap
+            || (0..hnsw.capacity() as u32).any(|s| hnsw.contains(s) && !records.alive[s as usize])
+        {
             return Err(mismatch("graph nodes without records"));
         }
         let wrong_partition = |s: u32| {
-            let want = if config.partition_by_namespace { records.namespace[s as usize] } else { 0 };
+            let want = if config.partition_by_namespace {
+                records.namespace[s as usize]
+            } else {
+                0
+            };
             hnsw.contains(s) && hnsw.partition(s) != want
         };
         if (0..hnsw.capacity() as u32).any(wrong_partition) {
             return Err(mismatch("graph partitions disagree with the namespaces"));
         }
-        Ok(HybridIndex { tokenizer: Tokenizer::new(config.tokenizer), records, bm25, hnsw, config })
+        Ok(HybridIndex {
+            tokenizer: Tokenizer::new(config.tokenizer),
+            records,
+            bm25,
+            hnsw,
+            config,
+        })
     }
 
     pub fn get(&self, id: u64) -> Option<Record> {
         let slot = self.records.slot(id)?;
-        let vector = self.hnsw.contains(slot).then(|| self.hnsw.vector(slot).to_vec());
+        let vector = self
+            .hnsw
+            .contains(slot)
+            .then(|| self.hnsw.vector(slot).to_vec());
         Some(self.records.record(slot, vector))
     }
 
@@ -695,13 +815,20 @@ impl HybridIndex {
     /// episodes" reads.
     pub fn matching_ids(&self, filter: &Filter) -> Result<Vec<u64>> {
         filter.validate()?;
-        let Some(r) = Resolved::new(&self.records, filter) else { return Ok(Vec::new()) };
-        Ok(r.matching(Order::Time).map(|s| self.records.ids[s as usize]).collect())
+        let Some(r) = Resolved::new(&self.records, filter) else {
+            return Ok(Vec::new());
+        };
+        Ok(r.matching(Order::Time)
+            .map(|s| self.records.ids[s as usize])
+            .collect())
     }
 
     /// Ids of all records, in slot order.
     pub fn ids(&self) -> Vec<u64> {
-        self.records.all_slots().map(|s| self.records.ids[s as usize]).collect()
+        self.records
+            .all_slots()
+            .map(|s| self.records.ids[s as usize])
+            .collect()
     }
 
     /// Sets records' importance. Fails without changing anything on an unknown id.
@@ -759,7 +886,12 @@ impl HybridIndex {
         }
     }
 
-    fn check_search(&self, text: Option<&str>, vector: Option<&[f32]>, p: &SearchParams) -> Result<()> {
+    fn check_search(
+        &self,
+        text: Option<&str>,
+        vector: Option<&[f32]>,
+        p: &SearchParams,
+    ) -> Result<()> {
         let bad = |m: String| Err(EngineError::InvalidArgument(m));
         if p.k == 0 {
             return bad("k must be at least 1".into());
@@ -774,9 +906,14 @@ impl HybridIndex {
         if !(f.rrf_k.is_finite() && f.rrf_k >= 0.0) {
             return bad(format!("rrf_k={} must be a finite number >= 0", f.rrf_k));
         }
-        if ![f.weights.0, f.weights.1, f.decay_weight, f.importance_weight]
-            .iter()
-            .all(|w| w.is_finite())
+        if ![
+            f.weights.0,
+            f.weights.1,
+            f.decay_weight,
+            f.importance_weight,
+        ]
+        .iter()
+        .all(|w| w.is_finite())
         {
             return bad("weights must be finite numbers".into());
         }
@@ -787,32 +924,50 @@ impl HybridIndex {
         match (p.mode, text, vector) {
             (Mode::Bm25, None, _) => bad("mode \"bm25\" needs a query text".into()),
             (Mode::Vector, _, None) => bad("mode \"vector\" needs a query vector".into()),
-            (Mode::Hybrid, None, None) => bad("a search needs a query text, a vector or both".into()),
+            (Mode::Hybrid, None, None) => {
+                bad("a search needs a query text, a vector or both".into())
+            }
             _ => Ok(()),
         }?;
         if let Some(v) = vector {
             if v.len() != self.config.dim {
-                return Err(EngineError::Dimension { expected: self.config.dim, got: v.len() });
+                return Err(EngineError::Dimension {
+                    expected: self.config.dim,
+                    got: v.len(),
+                });
             }
         }
         Ok(())
     }
 
     /// The whole hot path: both legs with the filter applied inside them, then fusion.
-    pub fn search(&self, text: Option<&str>, vector: Option<&[f32]>, p: &SearchParams) -> Result<SearchResult> {
+    pub fn search(
+        &self,
+        text: Option<&str>,
+        vector: Option<&[f32]>,
+        p: &SearchParams,
+    ) -> Result<SearchResult> {
         self.check_search(text, vector, p)?;
         let query_vec = match vector {
             Some(v) if p.mode != Mode::Bm25 => Some(prepare_vector(self.config.metric, v, 0)?),
             _ => None,
         };
         let Some(filter) = Resolved::new(&self.records, &p.filter) else {
-            return Ok(SearchResult { hits: Vec::new(), plan: Plan::None });
+            return Ok(SearchResult {
+                hits: Vec::new(),
+                plan: Plan::None,
+            });
         };
         let use_text = text.filter(|_| p.mode != Mode::Vector);
         let both = use_text.is_some() && query_vec.is_some();
-        let window = p.window.unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
+        let window = p
+            .window
+            .unwrap_or(if both { (5 * p.k).max(50) } else { p.k });
 
-        let plan = self.plan(&filter, query_vec.is_some().then(|| sketch_rescore(p.ef, window)));
+        let plan = self.plan(
+            &filter,
+            query_vec.is_some().then(|| sketch_rescore(p.ef, window)),
+        );
         let terms = use_text.map(|t| self.bm25.query(&self.tokenizer.tokenize(t)));
         let bm25_leg = || match &terms {
             Some(terms) => {
@@ -835,9 +990,14 @@ impl HybridIndex {
         // never waits for the helper to wake (it runs a leg the helper has not started itself).
         let parallel = query_vec.is_some()
             && self.config.threads != 1
-            && terms.as_ref().is_some_and(|q| self.bm25.postings_to_read(q) >= PARALLEL_LEGS_POSTINGS);
-        let ((mut vec_hits, plan), bm25_hits) =
-            if parallel { crate::overlap::join(vector_leg, bm25_leg) } else { (vector_leg(), bm25_leg()) };
+            && terms
+                .as_ref()
+                .is_some_and(|q| self.bm25.postings_to_read(q) >= PARALLEL_LEGS_POSTINGS);
+        let ((mut vec_hits, plan), bm25_hits) = if parallel {
+            crate::overlap::join(vector_leg, bm25_leg)
+        } else {
+            (vector_leg(), bm25_leg())
+        };
         if let Some(floor) = p.min_cosine {
             vec_hits.retain(|&(sim, _)| sim >= floor);
         }
@@ -851,7 +1011,11 @@ impl HybridIndex {
         let vector_leg = rescore.is_some();
         // With one graph per namespace, a namespace filter picks the graph and is no filter at
         // all inside it; what restricts is time or session, relative to the namespace's size.
-        let partition = if self.config.partition_by_namespace { filter.namespace() } else { None };
+        let partition = if self.config.partition_by_namespace {
+            filter.namespace()
+        } else {
+            None
+        };
         let restricts = match partition {
             Some(_) => filter.restricts_within_namespace(),
             None => filter.restricts(),
@@ -861,7 +1025,15 @@ impl HybridIndex {
             None => self.records.len(),
         };
         if !restricts {
-            return LegPlan { estimate: population, population, scan: None, two_hop: false, partition, restricts, bits: None };
+            return LegPlan {
+                estimate: population,
+                population,
+                scan: None,
+                two_hop: false,
+                partition,
+                restricts,
+                bits: None,
+            };
         }
         let threshold = self.config.exact_threshold;
         // Inside one namespace's graph, count what also matches time and session exactly when
@@ -876,7 +1048,13 @@ impl HybridIndex {
             }
             _ => {
                 let estimate = filter.estimate();
-                (estimate, vector_leg && estimate <= 2 * threshold && filter.count_up_to(threshold) <= threshold, false)
+                (
+                    estimate,
+                    vector_leg
+                        && estimate <= 2 * threshold
+                        && filter.count_up_to(threshold) <= threshold,
+                    false,
+                )
             }
         };
         // Under a few percent the allowed nodes are too sparse for the two-hop walk (recall@10
@@ -889,12 +1067,17 @@ impl HybridIndex {
         // 10 % window read as under 8 % by 6 % of queries, which then scanned 3× longer): count
         // exactly there, with the bitmap the two-hop walk or the scan reads anyway.
         let mut bits = None;
-        if vector_leg && !few && !counted && (0.5 * TWO_HOP_MIN_SHARE..2.0 * TWO_HOP_MIN_SHARE).contains(&share(estimate)) {
+        if vector_leg
+            && !few
+            && !counted
+            && (0.5 * TWO_HOP_MIN_SHARE..2.0 * TWO_HOP_MIN_SHARE).contains(&share(estimate))
+        {
             let b = filter.bitmap();
             estimate = b.count();
             bits = Some(b);
         }
-        let sparse = threshold > 0 && share(estimate) < TWO_HOP_MIN_SHARE && estimate <= SPARSE_SCAN_MAX;
+        let sparse =
+            threshold > 0 && share(estimate) < TWO_HOP_MIN_SHARE && estimate <= SPARSE_SCAN_MAX;
         // With sketches, anything from a few thousand matches to half the records is scanned
         // (at 100k × 384 faster than the walk at 10, 30 and 50 %: 0.44×, 0.72×, 0.84× its
         // time), up to a bound on the scan's cost (~1 ms); fewer matches than twice the
@@ -912,23 +1095,47 @@ impl HybridIndex {
             Some(_) if sketchable || sparse => Some(Scan::Exact),
             Some(_) => None,
         };
-        LegPlan { estimate, population, scan, two_hop: estimate * 2 < population, partition, restricts, bits }
+        LegPlan {
+            estimate,
+            population,
+            scan,
+            two_hop: estimate * 2 < population,
+            partition,
+            restricts,
+            bits,
+        }
     }
 
     /// Vector leg: exact scan when few records match the filter, a sketch scan when up to half
     /// of them do (and the graph keeps sketches), otherwise the graph with the filter checked
     /// during traversal (two-hop expansion when the filter is selective), completed by an
     /// exact scan if the graph could not fill the window.
-    fn vector_leg(&self, q: &[f32], window: usize, ef: usize, filter: &Resolved, plan: &LegPlan) -> (Vec<(f32, u32)>, Plan) {
+    fn vector_leg(
+        &self,
+        q: &[f32],
+        window: usize,
+        ef: usize,
+        filter: &Resolved,
+        plan: &LegPlan,
+    ) -> (Vec<(f32, u32)>, Plan) {
         if self.hnsw.is_empty() {
             return (Vec::new(), Plan::None);
         }
         match plan.scan {
-            Some(Scan::Exact) => return (self.exact(q, window, filter, plan.estimate, plan.bits.as_ref()), Plan::Exact),
+            Some(Scan::Exact) => {
+                return (
+                    self.exact(q, window, filter, plan.estimate, plan.bits.as_ref()),
+                    Plan::Exact,
+                )
+            }
             Some(Scan::Sketch(rescore)) => {
                 let slots = self.matching_slots(filter, plan.estimate, plan.bits.as_ref());
                 let ids = &self.records.ids;
-                return (self.hnsw.sketch_scan(q, window, &slots, rescore, |s| ids[s as usize]), Plan::Sketch);
+                return (
+                    self.hnsw
+                        .sketch_scan(q, window, &slots, rescore, |s| ids[s as usize]),
+                    Plan::Sketch,
+                );
             }
             None => {}
         }
@@ -958,46 +1165,93 @@ impl HybridIndex {
             // One walk per kind of check, so that the bitmap test (most of a selective walk's
             // checks) is inlined rather than a call that also carries the full filter.
             match (plan.restricts || plan.partition.is_some(), bits) {
-                (true, Some(b)) => self.hnsw.search(q, window, ef, Some(&|s| b.contains(s)), plan.two_hop, partition),
-                (true, None) => self.hnsw.search(q, window, ef, Some(&|s| filter.allows(s)), plan.two_hop, partition),
-                (false, _) => self.hnsw.search(q, window, ef, None::<&fn(u32) -> bool>, false, partition),
+                (true, Some(b)) => self.hnsw.search(
+                    q,
+                    window,
+                    ef,
+                    Some(&|s| b.contains(s)),
+                    plan.two_hop,
+                    partition,
+                ),
+                (true, None) => self.hnsw.search(
+                    q,
+                    window,
+                    ef,
+                    Some(&|s| filter.allows(s)),
+                    plan.two_hop,
+                    partition,
+                ),
+                (false, _) => {
+                    self.hnsw
+                        .search(q, window, ef, None::<&fn(u32) -> bool>, false, partition)
+                }
             }
         };
         let mut hits = match (self.config.partition_by_namespace, plan.partition) {
             (false, _) => search(0),
             (true, Some(ns)) => search(ns),
             // No namespace named: every namespace's graph, merged.
-            (true, None) => self.hnsw.partitions().into_iter().flat_map(search).collect(),
+            (true, None) => self
+                .hnsw
+                .partitions()
+                .into_iter()
+                .flat_map(search)
+                .collect(),
         };
         // The graph orders ties by slot; results must not depend on insertion order.
-        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(ids[a.1 as usize].cmp(&ids[b.1 as usize])));
+        hits.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then(ids[a.1 as usize].cmp(&ids[b.1 as usize]))
+        });
         hits.dedup_by_key(|h| h.1); // merged graphs could reach a node twice through a stale link
         hits.truncate(window);
         // A graph can leave a node unreachable; the exact scan guarantees a full answer.
-        if hits.len() >= window || (!plan.restricts && hits.len() >= plan.population.min(self.hnsw.len())) {
+        if hits.len() >= window
+            || (!plan.restricts && hits.len() >= plan.population.min(self.hnsw.len()))
+        {
             return (hits, Plan::Graph);
         }
-        (self.exact(q, window, filter, plan.estimate, bits), Plan::GraphThenExact)
+        (
+            self.exact(q, window, filter, plan.estimate, bits),
+            Plan::GraphThenExact,
+        )
     }
 
     /// Exact top-`window` over the matches; `bits` is the filter's bitmap when the graph walk
     /// built one already.
-    fn exact(&self, q: &[f32], window: usize, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>) -> Vec<(f32, u32)> {
+    fn exact(
+        &self,
+        q: &[f32],
+        window: usize,
+        filter: &Resolved,
+        estimate: usize,
+        bits: Option<&SlotBits>,
+    ) -> Vec<(f32, u32)> {
         let slots = self.matching_slots(filter, estimate, bits);
         let ids = &self.records.ids;
         self.hnsw.exact(q, window, &slots, |s| ids[s as usize])
     }
 
     /// The slots the filter allows that have a vector, in increasing order.
-    fn matching_slots(&self, filter: &Resolved, estimate: usize, bits: Option<&SlotBits>) -> Vec<u32> {
+    fn matching_slots(
+        &self,
+        filter: &Resolved,
+        estimate: usize,
+        bits: Option<&SlotBits>,
+    ) -> Vec<u32> {
         // Slot order reads the vectors front to back, which the memory system likes. Past about
         // one match in a hundred slots, one vectorised pass over the columns lists them in that
         // order more cheaply than walking the time index and sorting.
         match bits {
             Some(b) => b.ones_within(self.hnsw.in_graph()),
-            None if estimate.saturating_mul(128) >= self.records.capacity() => filter.bitmap().ones_within(self.hnsw.in_graph()),
+            None if estimate.saturating_mul(128) >= self.records.capacity() => {
+                filter.bitmap().ones_within(self.hnsw.in_graph())
+            }
             None => {
-                let mut slots: Vec<u32> = filter.matching(Order::Any).filter(|&s| self.hnsw.contains(s)).collect();
+                let mut slots: Vec<u32> = filter
+                    .matching(Order::Any)
+                    .filter(|&s| self.hnsw.contains(s))
+                    .collect();
                 slots.sort_unstable();
                 slots
             }
@@ -1091,14 +1345,23 @@ pub(crate) mod tests {
     #[test]
     fn freed_slots_are_reused_safely() {
         let dim = 8;
-        let mut idx = HybridIndex::new(IndexConfig { dim, threads: 1, ..Default::default() }).unwrap();
+        let mut idx = HybridIndex::new(IndexConfig {
+            dim,
+            threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
         let v = vectors(1500, dim, 3);
         add(&mut idx, 0..1000, &v[..1000 * dim]).unwrap();
         let odd: Vec<u64> = (0..1000).step_by(2).collect();
         idx.delete(&odd, false).unwrap();
         add(&mut idx, 1000..1500, &v[1000 * dim..]).unwrap();
         assert_eq!(idx.len(), 1000);
-        let p = SearchParams { k: 1, mode: Mode::Vector, ..Default::default() };
+        let p = SearchParams {
+            k: 1,
+            mode: Mode::Vector,
+            ..Default::default()
+        };
         for id in [1001u64, 1200, 1499] {
             let q = &v[id as usize * dim..(id as usize + 1) * dim];
             assert_eq!(idx.search(None, Some(q), &p).unwrap().hits[0].id, id);
@@ -1112,7 +1375,12 @@ pub(crate) mod tests {
         let n = PARALLEL_LEGS_POSTINGS as u64 + 500;
         let v = vectors(n as usize, dim, 5);
         let build = |threads| {
-            let mut idx = HybridIndex::new(IndexConfig { dim, threads, ..Default::default() }).unwrap();
+            let mut idx = HybridIndex::new(IndexConfig {
+                dim,
+                threads,
+                ..Default::default()
+            })
+            .unwrap();
             // Batches under 256 records link on one thread, so both graphs come out the same.
             for a in (0..n).step_by(255) {
                 let b = (a + 255).min(n);
@@ -1121,8 +1389,15 @@ pub(crate) mod tests {
             idx
         };
         let (one, two) = (build(1), build(2));
-        assert!(two.bm25.postings_to_read(&two.bm25.query(&["t".to_owned()])) >= PARALLEL_LEGS_POSTINGS);
-        let p = SearchParams { k: 10, ..Default::default() };
+        assert!(
+            two.bm25
+                .postings_to_read(&two.bm25.query(&["t".to_owned()]))
+                >= PARALLEL_LEGS_POSTINGS
+        );
+        let p = SearchParams {
+            k: 10,
+            ..Default::default()
+        };
         for q in 0..20 {
             let qv = &v[q * dim..(q + 1) * dim];
             let a = one.search(Some("t"), Some(qv), &p).unwrap().hits;
@@ -1133,18 +1408,30 @@ pub(crate) mod tests {
 
     #[test]
     fn vector_ties_go_to_the_smaller_id() {
-        let mut idx = HybridIndex::new(IndexConfig { dim: 2, ..Default::default() }).unwrap();
+        let mut idx = HybridIndex::new(IndexConfig {
+            dim: 2,
+            ..Default::default()
+        })
+        .unwrap();
         for id in [50u64, 7, 30] {
             add(&mut idx, id..id + 1, &[1.0, 0.0]).unwrap();
         }
-        let p = SearchParams { k: 3, mode: Mode::Vector, ..Default::default() };
+        let p = SearchParams {
+            k: 3,
+            mode: Mode::Vector,
+            ..Default::default()
+        };
         let hits = idx.search(None, Some(&[1.0, 0.0]), &p).unwrap().hits;
         assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), [7, 30, 50]);
     }
 
     #[test]
     fn duplicate_in_batch_changes_nothing() {
-        let mut idx = HybridIndex::new(IndexConfig { dim: 2, ..Default::default() }).unwrap();
+        let mut idx = HybridIndex::new(IndexConfig {
+            dim: 2,
+            ..Default::default()
+        })
+        .unwrap();
         let ids = [1u64, 2, 1];
         let texts = vec!["x".to_owned(); 3];
         let ns = vec!["a".to_owned(); 3];
@@ -1158,7 +1445,10 @@ pub(crate) mod tests {
             payloads: None,
             importance: None,
         };
-        assert_eq!(idx.add(&b, false), Err(EngineError::DuplicateInBatch { id: 1, row: 2 }));
+        assert_eq!(
+            idx.add(&b, false),
+            Err(EngineError::DuplicateInBatch { id: 1, row: 2 })
+        );
         assert!(idx.is_empty());
     }
 }

@@ -28,6 +28,9 @@ pub use dedup::DedupParams;
 pub use error::{EngineError, Result};
 pub use filter::Filter;
 pub use fusion::{FusionParams, Hit};
-pub use index::{Batch, Columns, HybridIndex, IndexConfig, Metric, Mode, Plan, Prepared, SearchParams, SearchResult, Stats};
+pub use index::{
+    Batch, Columns, HybridIndex, IndexConfig, Metric, Mode, Plan, Prepared, SearchParams,
+    SearchResult, Stats,
+};
 pub use records::Record;
 pub use tokenize::{Tokenizer, TokenizerOptions};

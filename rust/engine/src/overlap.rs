@@ -11,7 +11,10 @@
 //! each job, so back-to-back searches find it awake.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::{Acquire, Release}};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Release},
+};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -38,7 +41,9 @@ struct Cell<B, RB> {
 
 impl<B: FnOnce() -> RB, RB> Job for Cell<B, RB> {
     fn run(&self) {
-        let Some(work) = self.work.lock().take() else { return };
+        let Some(work) = self.work.lock().take() else {
+            return;
+        };
         let result = catch_unwind(AssertUnwindSafe(work));
         *self.out.lock() = Some(result);
     }
@@ -80,7 +85,11 @@ fn helper() -> Option<&'static Helper> {
             finished_cv: Condvar::new(),
             finished_lock: Mutex::new(()),
         }));
-        std::thread::Builder::new().name("trimem-overlap".into()).spawn(move || h.serve()).ok().map(|_| h)
+        std::thread::Builder::new()
+            .name("trimem-overlap".into())
+            .spawn(move || h.serve())
+            .ok()
+            .map(|_| h)
     })
 }
 
@@ -125,12 +134,16 @@ where
     RB: Send,
 {
     let Some(h) = helper() else { return (a(), b()) };
-    let cell = Cell { work: Mutex::new(Some(b)), out: Mutex::new(None) };
+    let cell = Cell {
+        work: Mutex::new(Some(b)),
+        out: Mutex::new(None),
+    };
     let local: &dyn Job = &cell;
     // SAFETY: erasing the lifetime is sound because this function does not return (nor unwind)
     // while the helper can reach the job: it either takes the job back out of the slot, or
     // waits until the helper has finished with it.
-    let erased: *const (dyn Job + 'static) = unsafe { std::mem::transmute(local as *const dyn Job) };
+    let erased: *const (dyn Job + 'static) =
+        unsafe { std::mem::transmute(local as *const dyn Job) };
     let seq = {
         let mut slot = h.slot.lock();
         if slot.is_some() {
@@ -180,7 +193,10 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..2000u64 {
                         let data = vec![i; 64];
-                        let (a, b) = join(|| data.iter().sum::<u64>(), || data.iter().map(|x| x * t).sum::<u64>());
+                        let (a, b) = join(
+                            || data.iter().sum::<u64>(),
+                            || data.iter().map(|x| x * t).sum::<u64>(),
+                        );
                         assert_eq!((a, b), (64 * i, 64 * i * t));
                     }
                 });

@@ -85,7 +85,11 @@ impl Names {
 
     /// Ids of the names in use.
     pub fn live_ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.refs.iter().enumerate().filter(|(_, &r)| r > 0).map(|(i, _)| i as u32 + 1)
+        self.refs
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r > 0)
+            .map(|(i, _)| i as u32 + 1)
     }
 
     pub fn len(&self) -> usize {
@@ -115,7 +119,9 @@ impl Names {
         for (&id, &live) in column.iter().zip(alive) {
             match (live, id) {
                 (false, 0) | (true, 0) => {}
-                (true, id) if (id as usize) <= n && !names[id as usize - 1].is_empty() => refs[id as usize - 1] += 1,
+                (true, id) if (id as usize) <= n && !names[id as usize - 1].is_empty() => {
+                    refs[id as usize - 1] += 1
+                }
                 _ => return Err(d.error(format!("record refers to unknown name id {id}"))),
             }
         }
@@ -130,7 +136,12 @@ impl Names {
             }
         }
         free.reverse();
-        Ok(Names { ids, names, refs, free })
+        Ok(Names {
+            ids,
+            names,
+            refs,
+            free,
+        })
     }
 }
 
@@ -139,13 +150,19 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<()> {
     let reason = if name.is_empty() {
         "it is empty".to_owned()
     } else if name.len() > MAX_NAME_BYTES {
-        format!("it has {} bytes, over the limit of {MAX_NAME_BYTES}", name.len())
+        format!(
+            "it has {} bytes, over the limit of {MAX_NAME_BYTES}",
+            name.len()
+        )
     } else if name.chars().any(char::is_control) {
         "it contains control characters".to_owned()
     } else {
         return Ok(());
     };
-    Err(EngineError::InvalidName { what, reason: format!("{name:?}: {reason}") })
+    Err(EngineError::InvalidName {
+        what,
+        reason: format!("{name:?}: {reason}"),
+    })
 }
 
 /// The slot of each live id. Entries hold only the slot (4 bytes) and read the id from the
@@ -158,7 +175,10 @@ struct SlotOf {
 
 impl SlotOf {
     fn with_capacity(n: usize) -> Self {
-        SlotOf { table: hashbrown::HashTable::with_capacity(n), hasher: Default::default() }
+        SlotOf {
+            table: hashbrown::HashTable::with_capacity(n),
+            hasher: Default::default(),
+        }
     }
 
     fn len(&self) -> usize {
@@ -166,14 +186,20 @@ impl SlotOf {
     }
 
     fn get(&self, id: u64, ids: &[u64]) -> Option<u32> {
-        self.table.find(self.hasher.hash_one(id), |&s| ids[s as usize] == id).copied()
+        self.table
+            .find(self.hasher.hash_one(id), |&s| ids[s as usize] == id)
+            .copied()
     }
 
     /// Adds `slot` under the id `ids[slot]`; false (and nothing changes) if that id is present.
     fn insert(&mut self, slot: u32, ids: &[u64]) -> bool {
         let id = ids[slot as usize];
         let hasher = &self.hasher;
-        match self.table.entry(hasher.hash_one(id), |&s| ids[s as usize] == id, |&s| hasher.hash_one(ids[s as usize])) {
+        match self.table.entry(
+            hasher.hash_one(id),
+            |&s| ids[s as usize] == id,
+            |&s| hasher.hash_one(ids[s as usize]),
+        ) {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(v) => {
                 v.insert(slot);
@@ -183,7 +209,10 @@ impl SlotOf {
     }
 
     fn remove(&mut self, id: u64, ids: &[u64]) {
-        if let Ok(e) = self.table.find_entry(self.hasher.hash_one(id), |&s| ids[s as usize] == id) {
+        if let Ok(e) = self
+            .table
+            .find_entry(self.hasher.hash_one(id), |&s| ids[s as usize] == id)
+        {
             e.remove();
         }
     }
@@ -263,7 +292,10 @@ impl<'a, I: Iterator<Item = &'a NsTime>> MergeByTime<'a, I> {
         let heads = streams
             .iter_mut()
             .enumerate()
-            .filter_map(|(i, s)| s.peek().map(|k| std::cmp::Reverse((k.timestamp, k.slot, i))))
+            .filter_map(|(i, s)| {
+                s.peek()
+                    .map(|k| std::cmp::Reverse((k.timestamp, k.slot, i)))
+            })
             .collect();
         MergeByTime { streams, heads }
     }
@@ -376,7 +408,11 @@ impl Records {
         self.dedup.insert(ns, slot, fp);
         self.alive[s] = true;
         self.slot_of.insert(slot, &self.ids);
-        self.by_namespace_time.insert(NsTime { timestamp: r.timestamp, namespace: ns, slot });
+        self.by_namespace_time.insert(NsTime {
+            timestamp: r.timestamp,
+            namespace: ns,
+            slot,
+        });
         slot
     }
 
@@ -384,7 +420,11 @@ impl Records {
     pub fn remove(&mut self, slot: u32) {
         let s = slot as usize;
         let (ns, ts) = (self.namespace[s], self.timestamps[s]);
-        self.by_namespace_time.remove(&NsTime { timestamp: ts, namespace: ns, slot });
+        self.by_namespace_time.remove(&NsTime {
+            timestamp: ts,
+            namespace: ns,
+            slot,
+        });
         self.slot_of.remove(self.ids[s], &self.ids);
         self.alive[s] = false;
         let (alive, namespace, prints) = (&self.alive, &self.namespace, &self.prints);
@@ -404,29 +444,53 @@ impl Records {
     /// Slots in `namespace` (when given) with a timestamp in `[lo, hi)` (any time when `None`):
     /// in time order (ties by slot) with [`Order::Time`], else as the namespaces' ranges come
     /// (cheaper when no namespace is named: no merge).
-    pub fn range(&self, namespace: Option<u32>, time: Option<(i64, i64)>, order: Order) -> Box<dyn Iterator<Item = u32> + '_> {
+    pub fn range(
+        &self,
+        namespace: Option<u32>,
+        time: Option<(i64, i64)>,
+        order: Order,
+    ) -> Box<dyn Iterator<Item = u32> + '_> {
         match (namespace, order) {
             (Some(ns), _) => Box::new(self.namespace_range(ns, time).map(|k| k.slot)),
-            (None, Order::Time) => {
-                Box::new(MergeByTime::new(self.namespaces.live_ids().map(|ns| self.namespace_range(ns, time))))
-            }
-            (None, Order::Any) => {
-                Box::new(self.namespaces.live_ids().flat_map(move |ns| self.namespace_range(ns, time)).map(|k| k.slot))
-            }
+            (None, Order::Time) => Box::new(MergeByTime::new(
+                self.namespaces
+                    .live_ids()
+                    .map(|ns| self.namespace_range(ns, time)),
+            )),
+            (None, Order::Any) => Box::new(
+                self.namespaces
+                    .live_ids()
+                    .flat_map(move |ns| self.namespace_range(ns, time))
+                    .map(|k| k.slot),
+            ),
         }
     }
 
-    fn namespace_range(&self, ns: u32, time: Option<(i64, i64)>) -> std::collections::btree_set::Range<'_, NsTime> {
-        let key = |timestamp, slot| NsTime { timestamp, namespace: ns, slot };
+    fn namespace_range(
+        &self,
+        ns: u32,
+        time: Option<(i64, i64)>,
+    ) -> std::collections::btree_set::Range<'_, NsTime> {
+        let key = |timestamp, slot| NsTime {
+            timestamp,
+            namespace: ns,
+            slot,
+        };
         match time {
             // An empty range (lo >= hi) reads nothing.
             Some((lo, hi)) => self.by_namespace_time.range(key(lo, 0)..key(hi.max(lo), 0)),
-            None => self.by_namespace_time.range(key(i64::MIN, 0)..=key(i64::MAX, u32::MAX)),
+            None => self
+                .by_namespace_time
+                .range(key(i64::MIN, 0)..=key(i64::MAX, u32::MAX)),
         }
     }
 
     pub fn all_slots(&self) -> impl Iterator<Item = u32> + '_ {
-        self.alive.iter().enumerate().filter(|(_, &a)| a).map(|(s, _)| s as u32)
+        self.alive
+            .iter()
+            .enumerate()
+            .filter(|(_, &a)| a)
+            .map(|(s, _)| s as u32)
     }
 
     /// Image of the table: columns, texts and payloads (empty in freed slots), the free list
@@ -440,7 +504,8 @@ impl Records {
         e.array(&self.accesses);
         e.array(&self.mentions);
         e.array(&self.last_access);
-        let (exact, sim): (Vec<u64>, Vec<u64>) = self.prints.iter().map(|p| (p.exact, p.sim)).unzip();
+        let (exact, sim): (Vec<u64>, Vec<u64>) =
+            self.prints.iter().map(|p| (p.exact, p.sim)).unzip();
         e.array(&exact);
         e.array(&sim);
         let sets: Vec<u64> = self.prints.iter().flat_map(|p| p.set).collect();
@@ -466,17 +531,48 @@ impl Records {
         let session: Vec<u32> = d.array()?;
         let importance: Vec<f32> = d.array()?;
         #[allow(clippy::type_complexity)]
-        let (accesses, mentions, last_access, exact, sim, sets): (Vec<u32>, Vec<u32>, Vec<i64>, Vec<u64>, Vec<u64>, Vec<u64>) =
-            if version >= 2 {
-                (d.array()?, d.array()?, d.array()?, d.array()?, d.array()?, d.array()?)
-            } else {
-                (vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; n], vec![0; 4 * n])
-            };
+        let (accesses, mentions, last_access, exact, sim, sets): (
+            Vec<u32>,
+            Vec<u32>,
+            Vec<i64>,
+            Vec<u64>,
+            Vec<u64>,
+            Vec<u64>,
+        ) = if version >= 2 {
+            (
+                d.array()?,
+                d.array()?,
+                d.array()?,
+                d.array()?,
+                d.array()?,
+                d.array()?,
+            )
+        } else {
+            (
+                vec![0; n],
+                vec![0; n],
+                vec![0; n],
+                vec![0; n],
+                vec![0; n],
+                vec![0; 4 * n],
+            )
+        };
         let alive_raw: Vec<u8> = d.array()?;
-        if [timestamps.len(), namespace.len(), session.len(), importance.len(), alive_raw.len(), accesses.len(),
-            mentions.len(), last_access.len(), exact.len(), sim.len(), sets.len() / 4]
-            .iter()
-            .any(|&l| l != n)
+        if [
+            timestamps.len(),
+            namespace.len(),
+            session.len(),
+            importance.len(),
+            alive_raw.len(),
+            accesses.len(),
+            mentions.len(),
+            last_access.len(),
+            exact.len(),
+            sim.len(),
+            sets.len() / 4,
+        ]
+        .iter()
+        .any(|&l| l != n)
         {
             return Err(d.error("record columns differ in length"));
         }
@@ -497,7 +593,10 @@ impl Records {
         let free: Vec<u32> = d.array()?;
         let mut seen = vec![false; n];
         for &f in &free {
-            if f as usize >= n || alive[f as usize] || std::mem::replace(&mut seen[f as usize], true) {
+            if f as usize >= n
+                || alive[f as usize]
+                || std::mem::replace(&mut seen[f as usize], true)
+            {
                 return Err(d.error(format!("bad free slot {f}")));
             }
         }
@@ -510,7 +609,11 @@ impl Records {
             .into_iter()
             .zip(sim)
             .zip(sets.chunks_exact(4))
-            .map(|((exact, sim), set)| Fingerprint { exact, sim, set: set.try_into().expect("4 words") })
+            .map(|((exact, sim), set)| Fingerprint {
+                exact,
+                sim,
+                set: set.try_into().expect("4 words"),
+            })
             .collect();
         let mut dedup = DedupIndex::default();
         let mut slot_of = SlotOf::with_capacity(n - free.len());
@@ -522,7 +625,11 @@ impl Records {
             if !slot_of.insert(s as u32, &ids) {
                 return Err(d.error(format!("id {} appears twice", ids[s])));
             }
-            by_namespace_time.push(NsTime { timestamp: timestamps[s], namespace: namespace[s], slot: s as u32 });
+            by_namespace_time.push(NsTime {
+                timestamp: timestamps[s],
+                namespace: namespace[s],
+                slot: s as u32,
+            });
         }
         // Sorted input builds the B-tree in one pass.
         by_namespace_time.sort_unstable();

@@ -37,8 +37,16 @@ struct Line([u64; 8]);
 impl SignSketches {
     pub fn new(dim: usize) -> Self {
         let words = dim.div_ceil(64);
-        let stride = if words <= 8 { words.next_power_of_two() } else { words.next_multiple_of(8) };
-        SignSketches { words, stride, lines: Vec::new() }
+        let stride = if words <= 8 {
+            words.next_power_of_two()
+        } else {
+            words.next_multiple_of(8)
+        };
+        SignSketches {
+            words,
+            stride,
+            lines: Vec::new(),
+        }
     }
 
     /// Grows storage so that slots `0..n` exist (new slots have empty sketches).
@@ -52,12 +60,19 @@ impl SignSketches {
 
     fn bits(&self) -> &[u64] {
         // SAFETY: a Line is eight u64 with no padding (repr(C)), so the lines are u64s.
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast::<u64>(), self.lines.len() * 8) }
+        unsafe {
+            std::slice::from_raw_parts(self.lines.as_ptr().cast::<u64>(), self.lines.len() * 8)
+        }
     }
 
     fn bits_mut(&mut self) -> &mut [u64] {
         // SAFETY: as in `bits`, and the borrow is unique.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<u64>(), self.lines.len() * 8) }
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.lines.as_mut_ptr().cast::<u64>(),
+                self.lines.len() * 8,
+            )
+        }
     }
 
     pub fn set(&mut self, slot: u32, vector: &[f32]) {
@@ -81,7 +96,10 @@ impl SignSketches {
         }
         s.ensure_slots(vectors.len() / dim);
         let stride = s.stride;
-        s.bits_mut().par_chunks_mut(stride).zip(vectors.par_chunks_exact(dim)).for_each(|(out, v)| sign_bits(v, out));
+        s.bits_mut()
+            .par_chunks_mut(stride)
+            .zip(vectors.par_chunks_exact(dim))
+            .for_each(|(out, v)| sign_bits(v, out));
         s
     }
 
@@ -97,13 +115,19 @@ impl SignSketches {
 
     #[inline(always)]
     fn start(&self, slot: u32) -> *const u64 {
-        self.lines.as_ptr().cast::<u64>().wrapping_add(slot as usize * self.stride)
+        self.lines
+            .as_ptr()
+            .cast::<u64>()
+            .wrapping_add(slot as usize * self.stride)
     }
 }
 
 fn sign_bits(v: &[f32], out: &mut [u64]) {
     for (chunk, word) in v.chunks(64).zip(out.iter_mut()) {
-        *word = chunk.iter().enumerate().fold(0u64, |w, (i, &x)| w | ((x > 0.0) as u64) << i);
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (i, &x)| w | ((x > 0.0) as u64) << i);
     }
 }
 
@@ -146,7 +170,13 @@ impl QuerySketch {
     /// The `keep` slots of `slots` whose sketches estimate the highest similarity to the
     /// query, ties to the lower `tie_key`, in increasing slot order (how the re-scoring pass
     /// reads vectors best).
-    pub fn best(&self, sketches: &SignSketches, slots: &[u32], keep: usize, tie_key: impl Fn(u32) -> u64) -> Vec<u32> {
+    pub fn best(
+        &self,
+        sketches: &SignSketches,
+        slots: &[u32],
+        keep: usize,
+        tie_key: impl Fn(u32) -> u64,
+    ) -> Vec<u32> {
         debug_assert_eq!(sketches.words, self.words);
         if slots.len() <= keep {
             return slots.to_vec();
@@ -177,7 +207,11 @@ impl QuerySketch {
         // Everything above the keep-th key is in; of the records tied with it (every one of
         // them is among the candidates), the lowest tie keys fill the rest.
         let mut chosen: Vec<u32> = cands.iter().filter(|c| c.0 > nth).map(|c| c.1).collect();
-        let mut tied: Vec<(u64, u32)> = cands.iter().filter(|c| c.0 == nth).map(|c| (tie_key(c.1), c.1)).collect();
+        let mut tied: Vec<(u64, u32)> = cands
+            .iter()
+            .filter(|c| c.0 == nth)
+            .map(|c| (tie_key(c.1), c.1))
+            .collect();
         tied.sort_unstable();
         let missing = keep - chosen.len();
         chosen.extend(tied.into_iter().take(missing).map(|t| t.1));
@@ -217,7 +251,9 @@ fn kernels() -> (&'static str, ScanFn) {
     *KERNEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::distance::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
+            if crate::distance::avx512_allowed()
+                && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+            {
                 return ("avx512vpopcntdq", scan_vpopcnt as ScanFn);
             }
             if std::arch::is_x86_feature_detected!("popcnt") {
@@ -306,7 +342,13 @@ unsafe fn scan_vpopcnt_impl(q: &QuerySketch, sk: &SignSketches, slots: &[u32], o
     let mut planes = vec![[_mm512_setzero_si512(); PLANES]; chunks];
     for (c, regs) in planes.iter_mut().enumerate() {
         for (j, reg) in regs.iter_mut().enumerate() {
-            let lanes: [u64; 8] = std::array::from_fn(|l| if 8 * c + l < words { q.planes[(8 * c + l) * PLANES + j] } else { 0 });
+            let lanes: [u64; 8] = std::array::from_fn(|l| {
+                if 8 * c + l < words {
+                    q.planes[(8 * c + l) * PLANES + j]
+                } else {
+                    0
+                }
+            });
             *reg = _mm512_loadu_si512(lanes.as_ptr().cast());
         }
     }
@@ -314,19 +356,33 @@ unsafe fn scan_vpopcnt_impl(q: &QuerySketch, sk: &SignSketches, slots: &[u32], o
     // Per-lane sums of one chunk of a sketch: P0 + 2·P1 + 4·P2 − 8·P3 in each 64-bit lane.
     let chunk = |code: __m512i, regs: &[__m512i; PLANES]| {
         let p = |j: usize| _mm512_popcnt_epi64(_mm512_and_si512(code, regs[j]));
-        let pos = _mm512_add_epi64(_mm512_add_epi64(p(0), _mm512_slli_epi64::<1>(p(1))), _mm512_slli_epi64::<2>(p(2)));
+        let pos = _mm512_add_epi64(
+            _mm512_add_epi64(p(0), _mm512_slli_epi64::<1>(p(1))),
+            _mm512_slli_epi64::<2>(p(2)),
+        );
         _mm512_sub_epi64(pos, _mm512_slli_epi64::<3>(p(3)))
     };
     if chunks == 1 {
         // Up to 512 dims (the common case): planes and mask stay in registers.
         let (regs, m) = (planes[0], mask(0));
-        groups(sk, slots, out, |s| chunk(_mm512_maskz_loadu_epi64(m, sk.start(s).cast()), &regs));
+        groups(sk, slots, out, |s| {
+            chunk(_mm512_maskz_loadu_epi64(m, sk.start(s).cast()), &regs)
+        });
     } else {
         groups(sk, slots, out, |s| {
             let at = sk.start(s);
-            planes.iter().enumerate().fold(_mm512_setzero_si512(), |acc, (c, regs)| {
-                _mm512_add_epi64(acc, chunk(_mm512_maskz_loadu_epi64(mask(c), at.add(8 * c).cast()), regs))
-            })
+            planes
+                .iter()
+                .enumerate()
+                .fold(_mm512_setzero_si512(), |acc, (c, regs)| {
+                    _mm512_add_epi64(
+                        acc,
+                        chunk(
+                            _mm512_maskz_loadu_epi64(mask(c), at.add(8 * c).cast()),
+                            regs,
+                        ),
+                    )
+                })
         });
     }
 }
@@ -335,14 +391,27 @@ unsafe fn scan_vpopcnt_impl(q: &QuerySketch, sk: &SignSketches, slots: &[u32], o
 /// reduced together; the tail one by one.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn groups(sk: &SignSketches, slots: &[u32], out: &mut [i32], lanes: impl Fn(u32) -> std::arch::x86_64::__m512i) {
+unsafe fn groups(
+    sk: &SignSketches,
+    slots: &[u32],
+    out: &mut [i32],
+    lanes: impl Fn(u32) -> std::arch::x86_64::__m512i,
+) {
     use std::arch::x86_64::*;
     // Lane i of the result: the sum of v[i]'s lanes.
-    let pair = |a: __m512i, b: __m512i| _mm512_add_epi64(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-    let halves = |a: __m512i, b: __m512i| {
-        _mm512_add_epi64(_mm512_shuffle_i64x2::<0x88>(a, b), _mm512_shuffle_i64x2::<0xDD>(a, b))
+    let pair = |a: __m512i, b: __m512i| {
+        _mm512_add_epi64(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
     };
-    slots.iter().take(AHEAD).for_each(|&s| prefetch_sketch(sk, s));
+    let halves = |a: __m512i, b: __m512i| {
+        _mm512_add_epi64(
+            _mm512_shuffle_i64x2::<0x88>(a, b),
+            _mm512_shuffle_i64x2::<0xDD>(a, b),
+        )
+    };
+    slots
+        .iter()
+        .take(AHEAD)
+        .for_each(|&s| prefetch_sketch(sk, s));
     let full = slots.len() / 8 * 8;
     for g in (0..full).step_by(8) {
         for &next in slots.iter().skip(g + AHEAD).take(8) {
@@ -368,18 +437,26 @@ mod tests {
 
     #[test]
     fn sketch_holds_signs_and_clears() {
-        let v: Vec<f32> = (0..70).map(|i| if i % 3 == 0 { 1.0 } else { -0.5 }).collect();
+        let v: Vec<f32> = (0..70)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -0.5 })
+            .collect();
         let mut sk = SignSketches::new(70);
         sk.ensure_slots(2);
         sk.set(1, &v);
         let want0: u64 = (0..64).filter(|i| i % 3 == 0).map(|i| 1u64 << i).sum();
-        let want1: u64 = (64..70).filter(|i| i % 3 == 0).map(|i| 1u64 << (i - 64)).sum();
+        let want1: u64 = (64..70)
+            .filter(|i| i % 3 == 0)
+            .map(|i| 1u64 << (i - 64))
+            .sum();
         assert_eq!(sk.of(1), [want0, want1]);
         assert_eq!(sk.of(0), [0, 0]);
         sk.clear(1);
         assert_eq!(sk.of(1), [0, 0]);
         let all = SignSketches::from_vectors(70, &[v.clone(), vec![0.0; 70], v.clone()].concat());
-        assert_eq!((all.of(0), all.of(1), all.of(2)), (&[want0, want1][..], &[0, 0][..], &[want0, want1][..]));
+        assert_eq!(
+            (all.of(0), all.of(1), all.of(2)),
+            (&[want0, want1][..], &[0, 0][..], &[want0, want1][..])
+        );
     }
 
     #[test]
@@ -392,10 +469,18 @@ mod tests {
             sk.set(0, &x);
             let qs = QuerySketch::new(&q);
             // Σ over positive coordinates of x of q_i, with q rounded to its 15 levels.
-            let exact: f32 = q.iter().zip(&x).filter(|(_, &xi)| xi > 0.0).map(|(&qi, _)| qi).sum();
+            let exact: f32 = q
+                .iter()
+                .zip(&x)
+                .filter(|(_, &xi)| xi > 0.0)
+                .map(|(&qi, _)| qi)
+                .sum();
             let bound = qs.step / 2.0 * x.iter().filter(|&&xi| xi > 0.0).count() as f32 + 1e-4;
             let got = qs.estimate(sk.of(0));
-            assert!((got - exact).abs() <= bound, "dim={dim}: {got} vs {exact} (bound {bound})");
+            assert!(
+                (got - exact).abs() <= bound,
+                "dim={dim}: {got} vs {exact} (bound {bound})"
+            );
         }
     }
 
@@ -403,7 +488,12 @@ mod tests {
     fn kernels_agree_and_best_keeps_the_top_estimates() {
         // Sizes cover one and two registers a sketch, a tail of fewer than eight sketches, and
         // enough records for `best` to bound its candidates from a sample.
-        for (dim, n) in [(64usize, 3001usize), (100, 3000), (384, 30_007), (600, 5000)] {
+        for (dim, n) in [
+            (64usize, 3001usize),
+            (100, 3000),
+            (384, 30_007),
+            (600, 5000),
+        ] {
             let xs = vectors(n, dim, 3);
             let sk = SignSketches::from_vectors(dim, &xs);
             let q = QuerySketch::new(&vectors(1, dim, 5));
@@ -426,7 +516,11 @@ mod tests {
             let tie = |s: u32| u64::from(s.wrapping_mul(2_654_435_761));
             for keep in [1usize, 50, 512] {
                 let chosen = q.best(&sk, &slots, keep, tie);
-                let mut ranked: Vec<(i32, u64, u32)> = slots.iter().zip(&want).map(|(&s, &k)| (k, tie(s), s)).collect();
+                let mut ranked: Vec<(i32, u64, u32)> = slots
+                    .iter()
+                    .zip(&want)
+                    .map(|(&s, &k)| (k, tie(s), s))
+                    .collect();
                 ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
                 let mut expect: Vec<u32> = ranked[..keep].iter().map(|r| r.2).collect();
                 expect.sort_unstable();

@@ -38,7 +38,9 @@ impl Clone for Tokenizer {
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tokenizer").field("options", &self.options).finish()
+        f.debug_struct("Tokenizer")
+            .field("options", &self.options)
+            .finish()
     }
 }
 
@@ -178,7 +180,10 @@ mod tests {
 
     #[test]
     fn stopwords_and_stemming() {
-        let t = Tokenizer::new(TokenizerOptions { stem: true, stopwords: true });
+        let t = Tokenizer::new(TokenizerOptions {
+            stem: true,
+            stopwords: true,
+        });
         assert_eq!(t.tokenize("The containers are running"), ["contain", "run"]);
     }
 

@@ -25,7 +25,10 @@ impl PartialOrd for Entry {
 }
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        other.score.total_cmp(&self.score).then(self.tie.cmp(&other.tie))
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.tie.cmp(&other.tie))
     }
 }
 
@@ -36,7 +39,10 @@ pub struct TopK {
 
 impl TopK {
     pub fn new(k: usize) -> Self {
-        TopK { k, heap: BinaryHeap::with_capacity(k + 1) }
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
     }
 
     #[inline]
@@ -61,7 +67,11 @@ impl TopK {
 
     /// Best first: highest score, then lowest tie key.
     pub fn into_sorted(self) -> Vec<(f32, u32)> {
-        self.heap.into_sorted_vec().into_iter().map(|e| (e.score, e.slot)).collect()
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|e| (e.score, e.slot))
+            .collect()
     }
 }
 

@@ -10,7 +10,10 @@ pub struct VisitedList {
 
 impl VisitedList {
     fn new(capacity: usize) -> Self {
-        VisitedList { tags: vec![0; capacity], current: 1 }
+        VisitedList {
+            tags: vec![0; capacity],
+            current: 1,
+        }
     }
 
     /// Starts a new search over `capacity` slots.
@@ -49,7 +52,10 @@ pub struct VisitedPool {
 
 impl VisitedPool {
     pub fn get(&self, capacity: usize) -> VisitedList {
-        self.free.lock().pop().unwrap_or_else(|| VisitedList::new(capacity))
+        self.free
+            .lock()
+            .pop()
+            .unwrap_or_else(|| VisitedList::new(capacity))
     }
 
     pub fn put(&self, list: VisitedList) {

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use proptest::prelude::*;
+use trimem_engine::index::ImageBlocks;
 use trimem_engine::store::fs::FaultKind;
 use trimem_engine::store::{wal, Durability, Store};
-use trimem_engine::index::ImageBlocks;
 use trimem_engine::{Batch, EngineError, Filter, HybridIndex, IndexConfig, Mode, SearchParams};
 
 const DIM: usize = 16;
@@ -24,17 +24,43 @@ fn rng(seed: u64) -> impl FnMut() -> u64 {
 /// An index with deletes, sessions, several namespaces and a reused slot.
 fn sample_index(n: u64) -> HybridIndex {
     let mut next = rng(n);
-    let mut idx = HybridIndex::new(IndexConfig { dim: DIM, threads: 1, ..Default::default() }).unwrap();
-    let words = ["docker", "node", "port", "8080", "nginx", "mysql", "数据库", "迁移", "policy", "taxi"];
+    let mut idx = HybridIndex::new(IndexConfig {
+        dim: DIM,
+        threads: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let words = [
+        "docker",
+        "node",
+        "port",
+        "8080",
+        "nginx",
+        "mysql",
+        "数据库",
+        "迁移",
+        "policy",
+        "taxi",
+    ];
     let ids: Vec<u64> = (1..=n).collect();
     let texts: Vec<String> = ids
         .iter()
-        .map(|_| (0..6).map(|_| words[(next() % 10) as usize]).collect::<Vec<_>>().join(" "))
+        .map(|_| {
+            (0..6)
+                .map(|_| words[(next() % 10) as usize])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
-    let vecs: Vec<f32> = (0..n as usize * DIM).map(|_| (next() % 1000) as f32 / 1000.0 - 0.5).collect();
+    let vecs: Vec<f32> = (0..n as usize * DIM)
+        .map(|_| (next() % 1000) as f32 / 1000.0 - 0.5)
+        .collect();
     let ts: Vec<i64> = ids.iter().map(|&i| i as i64 * 1000).collect();
     let ns: Vec<String> = ids.iter().map(|&i| format!("agent/u{}", i % 5)).collect();
-    let sessions: Vec<Option<String>> = ids.iter().map(|&i| (i % 3 == 0).then(|| format!("s{}", i % 7))).collect();
+    let sessions: Vec<Option<String>> = ids
+        .iter()
+        .map(|&i| (i % 3 == 0).then(|| format!("s{}", i % 7)))
+        .collect();
     let payloads: Vec<Vec<u8>> = ids.iter().map(|&i| i.to_le_bytes().to_vec()).collect();
     let batch = Batch {
         ids: &ids,
@@ -77,11 +103,21 @@ fn answers(idx: &HybridIndex) -> Vec<Vec<(u64, u32, u32)>> {
             let p = SearchParams {
                 k: 10,
                 mode,
-                filter: Filter { namespace: ns.map(str::to_owned), ..Default::default() },
+                filter: Filter {
+                    namespace: ns.map(str::to_owned),
+                    ..Default::default()
+                },
                 ..Default::default()
             };
-            let r = idx.search(Some("docker port 数据库"), Some(&q), &p).unwrap();
-            out.push(r.hits.iter().map(|h| (h.id, h.bm25.map_or(0, |b| b.0), h.vector.map_or(0, |v| v.0))).collect());
+            let r = idx
+                .search(Some("docker port 数据库"), Some(&q), &p)
+                .unwrap();
+            out.push(
+                r.hits
+                    .iter()
+                    .map(|h| (h.id, h.bm25.map_or(0, |b| b.0), h.vector.map_or(0, |v| v.0)))
+                    .collect(),
+            );
         }
     }
     out
@@ -99,7 +135,9 @@ fn snapshot_round_trip_preserves_every_answer() {
     {
         let mut o = open(dir.path());
         o.store.append(&[b"op before checkpoint"]).unwrap();
-        o.store.checkpoint(&[("episodes", &idx)], b"caller state").unwrap();
+        o.store
+            .checkpoint(&[("episodes", &idx)], b"caller state")
+            .unwrap();
         o.store.append(&[b"op after"]).unwrap();
     }
     let o = open(dir.path());
@@ -115,10 +153,19 @@ fn snapshot_round_trip_preserves_every_answer() {
         assert_eq!(back.get(id), idx.get(id));
     }
     // Only the current generation's files remain.
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     names.sort();
-    assert_eq!(names, ["LOCK", "snapshot-0000000000000001.trimem", "wal-0000000000000001.log"]);
+    assert_eq!(
+        names,
+        [
+            "LOCK",
+            "snapshot-0000000000000001.trimem",
+            "wal-0000000000000001.log"
+        ]
+    );
 }
 
 #[test]
@@ -156,12 +203,19 @@ fn a_loaded_index_keeps_working_like_the_original() {
 fn second_writer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let _first = open(dir.path());
-    assert!(matches!(Store::open(dir.path(), Durability::Fsync), Err(EngineError::Locked(_))));
+    assert!(matches!(
+        Store::open(dir.path(), Durability::Fsync),
+        Err(EngineError::Locked(_))
+    ));
 }
 
 #[test]
 fn injected_faults_fail_the_write_and_leave_the_store_consistent() {
-    for kind in [FaultKind::DiskFull, FaultKind::ShortWrite, FaultKind::SyncFails] {
+    for kind in [
+        FaultKind::DiskFull,
+        FaultKind::ShortWrite,
+        FaultKind::SyncFails,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         {
             let mut o = open(dir.path());
@@ -180,21 +234,30 @@ fn injected_faults_fail_the_write_and_leave_the_store_consistent() {
 #[test]
 fn a_failed_checkpoint_keeps_the_previous_generation() {
     let idx = sample_index(200);
-    for kind in [FaultKind::DiskFull, FaultKind::ShortWrite, FaultKind::SyncFails] {
+    for kind in [
+        FaultKind::DiskFull,
+        FaultKind::ShortWrite,
+        FaultKind::SyncFails,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         {
             let mut o = open(dir.path());
             o.store.append(&[b"op"]).unwrap();
             o.store.faults().arm(kind, 1000, 1);
-            assert!(o.store.checkpoint(&[("e", &idx)], b"state").is_err(), "{kind:?}");
+            assert!(
+                o.store.checkpoint(&[("e", &idx)], b"state").is_err(),
+                "{kind:?}"
+            );
             assert_eq!(o.store.generation(), 0);
             o.store.append(&[b"op2"]).unwrap();
         }
         let o = open(dir.path());
         assert!(o.indexes.is_empty() && o.state.is_none(), "{kind:?}");
         assert_eq!(o.log, vec![b"op".to_vec(), b"op2".to_vec()]);
-        let names: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
     }
 }
@@ -209,7 +272,10 @@ fn crash_leftovers_are_cleaned_and_the_newest_snapshot_wins() {
         let mut o = open(d);
         o.store.checkpoint(&[("e", &idx)], b"g1").unwrap();
         o.store.append(&[b"after g1"]).unwrap();
-        for f in ["snapshot-0000000000000001.trimem", "wal-0000000000000001.log"] {
+        for f in [
+            "snapshot-0000000000000001.trimem",
+            "wal-0000000000000001.log",
+        ] {
             std::fs::copy(d.join(f), keep.path().join(f)).unwrap();
         }
         o.store.checkpoint(&[("e", &idx)], b"g2").unwrap();
@@ -217,24 +283,41 @@ fn crash_leftovers_are_cleaned_and_the_newest_snapshot_wins() {
     // As if a crash hit after snapshot 2 was renamed into place but before its log existed
     // and generation 1 was removed, with an unfinished snapshot 3 lying around.
     std::fs::remove_file(d.join("wal-0000000000000002.log")).unwrap();
-    for f in ["snapshot-0000000000000001.trimem", "wal-0000000000000001.log"] {
+    for f in [
+        "snapshot-0000000000000001.trimem",
+        "wal-0000000000000001.log",
+    ] {
         std::fs::copy(keep.path().join(f), d.join(f)).unwrap();
     }
     std::fs::write(d.join("snapshot-0000000000000003.tmp"), b"partial").unwrap();
     let o = open(d);
     assert_eq!(o.store.generation(), 2);
     assert_eq!(o.state.as_deref(), Some(&b"g2"[..]));
-    assert!(o.log.is_empty(), "generation 1's log is inside snapshot 2 and must not replay");
+    assert!(
+        o.log.is_empty(),
+        "generation 1's log is inside snapshot 2 and must not replay"
+    );
     let mut removed = o.store.recovery().removed_files.clone();
     removed.sort();
     assert_eq!(
         removed,
-        ["snapshot-0000000000000001.trimem", "snapshot-0000000000000003.tmp", "wal-0000000000000001.log"]
+        [
+            "snapshot-0000000000000001.trimem",
+            "snapshot-0000000000000003.tmp",
+            "wal-0000000000000001.log"
+        ]
     );
     drop(o);
     // A snapshot whose name and content disagree is damage.
-    std::fs::rename(d.join("snapshot-0000000000000002.trimem"), d.join("snapshot-0000000000000007.trimem")).unwrap();
-    assert!(matches!(Store::open(d, Durability::Fsync), Err(EngineError::Corrupted(_))));
+    std::fs::rename(
+        d.join("snapshot-0000000000000002.trimem"),
+        d.join("snapshot-0000000000000007.trimem"),
+    )
+    .unwrap();
+    assert!(matches!(
+        Store::open(d, Durability::Fsync),
+        Err(EngineError::Corrupted(_))
+    ));
 }
 
 fn flip_each_region(path: &Path, dir: &Path, step: usize) -> usize {
@@ -247,7 +330,11 @@ fn flip_each_region(path: &Path, dir: &Path, step: usize) -> usize {
         std::fs::write(path, &d).unwrap();
         match Store::open(dir, Durability::Fsync) {
             Err(EngineError::Corrupted(_)) => detected += 1,
-            other => panic!("flip at byte {pos} of {} gave {:?}", path.display(), other.map(|o| o.state)),
+            other => panic!(
+                "flip at byte {pos} of {} gave {:?}",
+                path.display(),
+                other.map(|o| o.state)
+            ),
         }
         pos += step;
     }
@@ -266,7 +353,10 @@ fn bit_flips_in_a_snapshot_are_detected() {
     let snap = dir.path().join("snapshot-0000000000000001.trimem");
     let n = std::fs::metadata(&snap).unwrap().len() as usize;
     assert!(flip_each_region(&snap, dir.path(), (n / 400).max(1)) >= 300);
-    assert!(open(dir.path()).indexes.len() == 1, "the undamaged file still opens");
+    assert!(
+        open(dir.path()).indexes.len() == 1,
+        "the undamaged file still opens"
+    );
 }
 
 #[test]
@@ -276,8 +366,15 @@ fn wal_generation_must_match_its_name() {
         let mut o = open(dir.path());
         o.store.append(&[b"x"]).unwrap();
     }
-    std::fs::rename(dir.path().join("wal-0000000000000000.log"), dir.path().join("wal-0000000000000005.log")).unwrap();
-    assert!(matches!(Store::open(dir.path(), Durability::Fsync), Err(EngineError::Corrupted(_))));
+    std::fs::rename(
+        dir.path().join("wal-0000000000000000.log"),
+        dir.path().join("wal-0000000000000005.log"),
+    )
+    .unwrap();
+    assert!(matches!(
+        Store::open(dir.path(), Durability::Fsync),
+        Err(EngineError::Corrupted(_))
+    ));
 }
 
 fn valid_image() -> (ImageBlocks, Vec<f32>, Vec<u32>) {
@@ -386,11 +483,19 @@ fn a_log_whose_header_never_landed_is_started_again() {
 fn namespace_partitions_search_deletes_and_snapshots() {
     let mut next = rng(5);
     let n = 3000u64;
-    let config = IndexConfig { dim: DIM, threads: 1, partition_by_namespace: true, exact_threshold: 10, ..Default::default() };
+    let config = IndexConfig {
+        dim: DIM,
+        threads: 1,
+        partition_by_namespace: true,
+        exact_threshold: 10,
+        ..Default::default()
+    };
     let mut idx = HybridIndex::new(config).unwrap();
     let ids: Vec<u64> = (1..=n).collect();
     let texts: Vec<String> = ids.iter().map(|i| format!("record {i}")).collect();
-    let vecs: Vec<f32> = (0..n as usize * DIM).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect();
+    let vecs: Vec<f32> = (0..n as usize * DIM)
+        .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
     let ts: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
     let ns: Vec<String> = ids.iter().map(|&i| format!("a/u{}", i % 7)).collect();
     let batch = Batch {
@@ -411,7 +516,9 @@ fn namespace_partitions_search_deletes_and_snapshots() {
     // carry a search across namespaces.
     let reuse: Vec<u64> = (n + 1..=n + 600).collect();
     let rtexts: Vec<String> = reuse.iter().map(|i| format!("reused {i}")).collect();
-    let rvecs: Vec<f32> = (0..600 * DIM).map(|_| (next() % 2000) as f32 / 1000.0 - 1.0).collect();
+    let rvecs: Vec<f32> = (0..600 * DIM)
+        .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
     let rts: Vec<i64> = reuse.iter().map(|&i| i as i64).collect();
     let rns: Vec<String> = reuse.iter().map(|_| "a/reuse".to_owned()).collect();
     let rbatch = Batch {
@@ -426,7 +533,13 @@ fn namespace_partitions_search_deletes_and_snapshots() {
     };
     idx.add(&rbatch, false).unwrap();
     let exact = |idx: &HybridIndex, q: &[f32], ns: Option<&str>| -> Vec<u64> {
-        let ns_of = |i: u64| if i > n { "a/reuse".to_owned() } else { format!("a/u{}", i % 7) };
+        let ns_of = |i: u64| {
+            if i > n {
+                "a/reuse".to_owned()
+            } else {
+                format!("a/u{}", i % 7)
+            }
+        };
         let mut all: Vec<(f32, u64)> = (1..=n + 600)
             .filter(|i| idx.contains(*i) && ns.is_none_or(|ns| ns_of(*i) == ns))
             .map(|i| {
@@ -446,13 +559,25 @@ fn namespace_partitions_search_deletes_and_snapshots() {
                 let p = SearchParams {
                     k: 10,
                     mode: Mode::Vector,
-                    filter: Filter { namespace: ns.map(str::to_owned), ..Default::default() },
+                    filter: Filter {
+                        namespace: ns.map(str::to_owned),
+                        ..Default::default()
+                    },
                     ..Default::default()
                 };
-                let got: Vec<u64> = idx.search(None, Some(&q), &p).unwrap().hits.iter().map(|h| h.id).collect();
+                let got: Vec<u64> = idx
+                    .search(None, Some(&q), &p)
+                    .unwrap()
+                    .hits
+                    .iter()
+                    .map(|h| h.id)
+                    .collect();
                 assert_eq!(got.len(), 10);
                 if let Some(ns) = ns {
-                    assert!(got.iter().all(|&i| i <= n && format!("a/u{}", i % 7) == ns), "a hit crossed its namespace");
+                    assert!(
+                        got.iter().all(|&i| i <= n && format!("a/u{}", i % 7) == ns),
+                        "a hit crossed its namespace"
+                    );
                 }
                 let truth = exact(idx, &q, ns);
                 found += got.iter().filter(|i| truth.contains(i)).count();
@@ -478,7 +603,10 @@ fn namespace_partitions_search_deletes_and_snapshots() {
     let p = SearchParams {
         k: 5,
         mode: Mode::Vector,
-        filter: Filter { namespace: Some("a/u5".into()), ..Default::default() },
+        filter: Filter {
+            namespace: Some("a/u5".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     assert!(idx.search(None, Some(&q), &p).unwrap().hits.is_empty());
@@ -500,7 +628,9 @@ fn namespace_partitions_search_deletes_and_snapshots() {
 fn small_appends_land_in_zero_filled_space_that_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let wal_path = dir.path().join("wal-0000000000000000.log");
-    let payloads: Vec<Vec<u8>> = (0..300u32).map(|i| vec![(i % 251) as u8 + 1; 100 + i as usize]).collect();
+    let payloads: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| vec![(i % 251) as u8 + 1; 100 + i as usize])
+        .collect();
     {
         let mut o = open(dir.path());
         for p in &payloads[..200] {
@@ -508,12 +638,19 @@ fn small_appends_land_in_zero_filled_space_that_survives_reopening() {
         }
         let logical = o.store.log_bytes();
         let size = std::fs::metadata(&wal_path).unwrap().len();
-        assert!(size > logical, "space ahead of the appends is allocated ({size} vs {logical})");
+        assert!(
+            size > logical,
+            "space ahead of the appends is allocated ({size} vs {logical})"
+        );
         assert!(size - logical <= 17 << 20);
     }
     let mut o = open(dir.path());
     assert_eq!(o.log, payloads[..200].to_vec());
-    assert_eq!(o.store.recovery().torn_bytes, 0, "pre-allocated zeros are not a torn tail");
+    assert_eq!(
+        o.store.recovery().torn_bytes,
+        0,
+        "pre-allocated zeros are not a torn tail"
+    );
     for p in &payloads[200..] {
         o.store.append(&[p]).unwrap();
     }

@@ -26,7 +26,9 @@ pub fn bytes_of<T: Plain>(values: &[T]) -> &[u8] {
 /// Mutable raw bytes of plain numbers, to read a file section straight into its final array.
 pub fn bytes_of_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
     // SAFETY: as above; writing arbitrary bytes yields valid values.
-    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values)) }
+    unsafe {
+        std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values))
+    }
 }
 
 /// Numbers whose every bit pattern is a valid value.

@@ -53,7 +53,11 @@ impl Faults {
     /// Arms `kind` to fire after `after_bytes` more bytes are written (fsync faults fire on the
     /// next fsync), `times` times in a row.
     pub fn arm(&self, kind: FaultKind, after_bytes: u64, times: u32) {
-        *self.armed.lock() = (times > 0).then_some(Fault { kind, budget: after_bytes, repeat: times - 1 });
+        *self.armed.lock() = (times > 0).then_some(Fault {
+            kind,
+            budget: after_bytes,
+            repeat: times - 1,
+        });
     }
 
     pub fn clear(&self) {
@@ -63,7 +67,9 @@ impl Faults {
     /// How many of `len` bytes a write may put down, and whether it then fails.
     fn on_write(&self, len: usize) -> (usize, Option<FaultKind>) {
         let mut armed = self.armed.lock();
-        let Some(f) = armed.as_mut() else { return (len, None) };
+        let Some(f) = armed.as_mut() else {
+            return (len, None);
+        };
         if f.kind == FaultKind::SyncFails || (len as u64) <= f.budget {
             if f.kind != FaultKind::SyncFails {
                 f.budget -= len as u64;
@@ -119,7 +125,11 @@ impl DataFile {
             .create_new(true)
             .open(path)
             .map_err(|e| io_error("cannot create", path, e))?;
-        Ok(DataFile { file, path: path.to_owned(), faults: faults.clone() })
+        Ok(DataFile {
+            file,
+            path: path.to_owned(),
+            faults: faults.clone(),
+        })
     }
 
     /// Opens an existing file for reading and appending.
@@ -129,12 +139,20 @@ impl DataFile {
             .write(true)
             .open(path)
             .map_err(|e| io_error("cannot open", path, e))?;
-        Ok(DataFile { file, path: path.to_owned(), faults: faults.clone() })
+        Ok(DataFile {
+            file,
+            path: path.to_owned(),
+            faults: faults.clone(),
+        })
     }
 
     /// A second handle on the same file (same fault plan), e.g. for a background fsync.
     pub fn try_clone(&self) -> Result<DataFile> {
-        Ok(DataFile { file: self.try_clone_file()?, path: self.path.clone(), faults: self.faults.clone() })
+        Ok(DataFile {
+            file: self.try_clone_file()?,
+            path: self.path.clone(),
+            faults: self.faults.clone(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -144,7 +162,9 @@ impl DataFile {
     /// Writes all of `buf` at the current position.
     pub fn write_all(&mut self, buf: &[u8]) -> Result<()> {
         let (allowed, fault) = self.faults.on_write(buf.len());
-        self.file.write_all(&buf[..allowed]).map_err(|e| io_error("cannot write", &self.path, e))?;
+        self.file
+            .write_all(&buf[..allowed])
+            .map_err(|e| io_error("cannot write", &self.path, e))?;
         self.injected(fault, allowed, buf.len())
     }
 
@@ -157,7 +177,11 @@ impl DataFile {
                 &self.path,
                 format!("short write: {allowed} of {len} bytes (injected)"),
             )),
-            Some(_) => Err(io_error("cannot write", &self.path, "No space left on device (injected)")),
+            Some(_) => Err(io_error(
+                "cannot write",
+                &self.path,
+                "No space left on device (injected)",
+            )),
         }
     }
 
@@ -165,7 +189,9 @@ impl DataFile {
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
         let (allowed, fault) = self.faults.on_write(buf.len());
-        self.file.write_all_at(&buf[..allowed], offset).map_err(|e| io_error("cannot write", &self.path, e))?;
+        self.file
+            .write_all_at(&buf[..allowed], offset)
+            .map_err(|e| io_error("cannot write", &self.path, e))?;
         self.injected(fault, allowed, buf.len())
     }
 
@@ -178,7 +204,9 @@ impl DataFile {
         let mut at = from;
         while at < to {
             let n = ((to - at) as usize).min(BLOCK.len());
-            self.file.write_all_at(&BLOCK[..n], at).map_err(|e| io_error("cannot write", &self.path, e))?;
+            self.file
+                .write_all_at(&BLOCK[..n], at)
+                .map_err(|e| io_error("cannot write", &self.path, e))?;
             at += n as u64;
         }
         Ok(())
@@ -188,53 +216,82 @@ impl DataFile {
     /// ahead of writes, whose failure fails no write.
     pub fn preallocate(&self, from: u64, to: u64) -> Result<()> {
         self.write_zeros(from, to)?;
-        self.file.sync_data().map_err(|e| io_error("cannot fsync", &self.path, e))
+        self.file
+            .sync_data()
+            .map_err(|e| io_error("cannot fsync", &self.path, e))
     }
 
     /// fsync of the file's data (and the metadata needed to read it back).
     pub fn sync(&self) -> Result<()> {
         if self.faults.on_sync() {
-            return Err(io_error("cannot fsync", &self.path, "Input/output error (injected)"));
+            return Err(io_error(
+                "cannot fsync",
+                &self.path,
+                "Input/output error (injected)",
+            ));
         }
-        self.file.sync_data().map_err(|e| io_error("cannot fsync", &self.path, e))
+        self.file
+            .sync_data()
+            .map_err(|e| io_error("cannot fsync", &self.path, e))
     }
 
     pub fn set_len(&mut self, len: u64) -> Result<()> {
-        self.file.set_len(len).map_err(|e| io_error("cannot truncate", &self.path, e))?;
-        self.file.seek(SeekFrom::Start(len)).map_err(|e| io_error("cannot seek", &self.path, e))?;
+        self.file
+            .set_len(len)
+            .map_err(|e| io_error("cannot truncate", &self.path, e))?;
+        self.file
+            .seek(SeekFrom::Start(len))
+            .map_err(|e| io_error("cannot seek", &self.path, e))?;
         Ok(())
     }
 
     /// The file's size in bytes.
     pub fn size(&self) -> Result<u64> {
-        Ok(self.file.metadata().map_err(|e| io_error("cannot stat", &self.path, e))?.len())
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| io_error("cannot stat", &self.path, e))?
+            .len())
     }
 
     pub fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
-        self.file.read_exact(buf).map_err(|e| io_error("cannot read", &self.path, e))
+        self.file
+            .read_exact(buf)
+            .map_err(|e| io_error("cannot read", &self.path, e))
     }
 
     /// Reads exactly `buf.len()` bytes at `offset` (does not move the cursor; usable from
     /// several threads at once).
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        self.file.read_exact_at(buf, offset).map_err(|e| io_error("cannot read", &self.path, e))
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| io_error("cannot read", &self.path, e))
     }
 
     pub fn seek_to(&mut self, offset: u64) -> Result<()> {
-        self.file.seek(SeekFrom::Start(offset)).map(|_| ()).map_err(|e| io_error("cannot seek", &self.path, e))
+        self.file
+            .seek(SeekFrom::Start(offset))
+            .map(|_| ())
+            .map_err(|e| io_error("cannot seek", &self.path, e))
     }
 
     pub fn read_all(&mut self) -> Result<Vec<u8>> {
-        self.file.seek(SeekFrom::Start(0)).map_err(|e| io_error("cannot seek", &self.path, e))?;
+        self.file
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| io_error("cannot seek", &self.path, e))?;
         let mut out = Vec::new();
-        self.file.read_to_end(&mut out).map_err(|e| io_error("cannot read", &self.path, e))?;
+        self.file
+            .read_to_end(&mut out)
+            .map_err(|e| io_error("cannot read", &self.path, e))?;
         Ok(out)
     }
 
     /// A second handle on the same file, for the background flusher's fsyncs.
     pub fn try_clone_file(&self) -> Result<File> {
-        self.file.try_clone().map_err(|e| io_error("cannot duplicate handle of", &self.path, e))
+        self.file
+            .try_clone()
+            .map_err(|e| io_error("cannot duplicate handle of", &self.path, e))
     }
 }
 
@@ -251,7 +308,9 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
 
 pub fn remove(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error("cannot remove", path, e)),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io_error("cannot remove", path, e))
+        }
         _ => Ok(()),
     }
 }

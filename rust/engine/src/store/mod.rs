@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use crate::error::{EngineError, Result};
 use crate::index::{HybridIndex, ImageBlocks};
 use fs::{io_error, Faults};
@@ -42,14 +41,27 @@ fn wal_name(generation: u64) -> String {
 
 /// (kind, generation) of a store file name; `None` for anything else.
 fn parse_name(name: &str) -> Option<(&'static str, u64)> {
-    let parse = |hex: &str| (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten();
-    if let Some(g) = name.strip_prefix("snapshot-").and_then(|r| r.strip_suffix(".trimem")) {
+    let parse = |hex: &str| {
+        (hex.len() == 16)
+            .then(|| u64::from_str_radix(hex, 16).ok())
+            .flatten()
+    };
+    if let Some(g) = name
+        .strip_prefix("snapshot-")
+        .and_then(|r| r.strip_suffix(".trimem"))
+    {
         return parse(g).map(|g| ("snapshot", g));
     }
-    if let Some(g) = name.strip_prefix("snapshot-").and_then(|r| r.strip_suffix(".tmp")) {
+    if let Some(g) = name
+        .strip_prefix("snapshot-")
+        .and_then(|r| r.strip_suffix(".tmp"))
+    {
         return parse(g).map(|g| ("tmp", g));
     }
-    if let Some(g) = name.strip_prefix("wal-").and_then(|r| r.strip_suffix(".log")) {
+    if let Some(g) = name
+        .strip_prefix("wal-")
+        .and_then(|r| r.strip_suffix(".log"))
+    {
         return parse(g).map(|g| ("wal", g));
     }
     None
@@ -122,7 +134,9 @@ impl Store {
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(EngineError::Locked(dir.display().to_string()))
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_error("cannot lock", &lock_path, e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(io_error("cannot lock", &lock_path, e))
+            }
         }
         let faults = Arc::new(Faults::default());
         let mut snapshots = Vec::new();
@@ -140,7 +154,11 @@ impl Store {
             }
         }
         let generation = snapshots.iter().copied().max().unwrap_or(0);
-        let mut recovery = Recovery { generation, snapshot: !snapshots.is_empty(), ..Default::default() };
+        let mut recovery = Recovery {
+            generation,
+            snapshot: !snapshots.is_empty(),
+            ..Default::default()
+        };
         let (state, indexes) = if recovery.snapshot {
             load_snapshot(&dir.join(snapshot_name(generation)), generation, &faults)?
         } else {
@@ -152,7 +170,9 @@ impl Store {
         let mut current = None;
         for (i, &g) in live.iter().enumerate() {
             let path = dir.join(wal_name(g));
-            let size = std::fs::metadata(&path).map_err(|e| io_error("cannot stat", &path, e))?.len();
+            let size = std::fs::metadata(&path)
+                .map_err(|e| io_error("cannot stat", &path, e))?
+                .len();
             if size < wal::HEADER_LEN as u64 && i + 1 == live.len() {
                 // A crash (or a failed checkpoint) while the log was being created: its header
                 // never landed, so it holds nothing. Start it again.
@@ -162,10 +182,17 @@ impl Store {
             }
             let (w, records, torn) = Wal::open(&path, durability, &faults)?;
             if w.generation() != g {
-                return Err(EngineError::Corrupted(format!("{} claims generation {}", wal_name(g), w.generation())));
+                return Err(EngineError::Corrupted(format!(
+                    "{} claims generation {}",
+                    wal_name(g),
+                    w.generation()
+                )));
             }
             if torn > 0 && i + 1 < live.len() {
-                return Err(EngineError::Corrupted(format!("{} is cut short but later logs exist", wal_name(g))));
+                return Err(EngineError::Corrupted(format!(
+                    "{} is cut short but later logs exist",
+                    wal_name(g)
+                )));
             }
             recovery.torn_bytes += torn;
             log.extend(records);
@@ -181,8 +208,14 @@ impl Store {
             }
         };
         recovery.log_records = log.len();
-        let old = snapshots.iter().filter(|&&g| g < generation).map(|&g| snapshot_name(g));
-        let old_wals = wals.iter().filter(|&&g| g < generation).map(|&g| wal_name(g));
+        let old = snapshots
+            .iter()
+            .filter(|&&g| g < generation)
+            .map(|&g| snapshot_name(g));
+        let old_wals = wals
+            .iter()
+            .filter(|&&g| g < generation)
+            .map(|&g| wal_name(g));
         let leftovers: Vec<String> = old.chain(old_wals).chain(temps).collect();
         for name in &leftovers {
             fs::remove(&dir.join(name))?;
@@ -197,8 +230,21 @@ impl Store {
             Durability::Buffered => Some(FLUSH_EVERY),
         };
         let syncer = Some(syncer::Syncer::start(wal.file().try_clone()?, delay)?);
-        let store = Store { dir: dir.to_owned(), _lock: lock, wal, faults, syncer, recovery, broken: None };
-        Ok(Opened { store, state, indexes, log })
+        let store = Store {
+            dir: dir.to_owned(),
+            _lock: lock,
+            wal,
+            faults,
+            syncer,
+            recovery,
+            broken: None,
+        };
+        Ok(Opened {
+            store,
+            state,
+            indexes,
+            log,
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -228,7 +274,9 @@ impl Store {
 
     fn check_writable(&self) -> Result<()> {
         match &self.broken {
-            Some(why) => Err(EngineError::Io(format!("the store refuses writes: {why}; reopen it"))),
+            Some(why) => Err(EngineError::Io(format!(
+                "the store refuses writes: {why}; reopen it"
+            ))),
             None => Ok(()),
         }
     }
@@ -356,7 +404,9 @@ fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<L
     let what = path.display().to_string();
     let (claimed, sections) = snapshot::read(path, faults)?;
     if claimed != generation {
-        return Err(EngineError::Corrupted(format!("{what} claims generation {claimed}")));
+        return Err(EngineError::Corrupted(format!(
+            "{what} claims generation {claimed}"
+        )));
     }
     let mut state = None;
     let mut parts: Vec<IndexParts> = Vec::new();
@@ -373,7 +423,10 @@ fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<L
         let at = match parts.iter().position(|p| p.name == index) {
             Some(i) => i,
             None => {
-                parts.push(IndexParts { name: index.to_owned(), ..Default::default() });
+                parts.push(IndexParts {
+                    name: index.to_owned(),
+                    ..Default::default()
+                });
                 parts.len() - 1
             }
         };
@@ -391,9 +444,17 @@ fn load_snapshot(path: &Path, generation: u64, faults: &Arc<Faults>) -> Result<L
     let mut indexes = Vec::new();
     for p in parts {
         let (Some(vectors), Some(links), 4) = (p.vectors, p.links, p.seen.len()) else {
-            return Err(EngineError::Corrupted(format!("{what}: index {:?} is incomplete", p.name)));
+            return Err(EngineError::Corrupted(format!(
+                "{what}: index {:?} is incomplete",
+                p.name
+            )));
         };
-        let index = HybridIndex::from_image(&p.blocks, vectors, links, &format!("{what} index {:?}", p.name))?;
+        let index = HybridIndex::from_image(
+            &p.blocks,
+            vectors,
+            links,
+            &format!("{what} index {:?}", p.name),
+        )?;
         indexes.push((p.name, index));
     }
     Ok((state, indexes))

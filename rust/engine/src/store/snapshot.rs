@@ -90,12 +90,17 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
         return Err(corrupt("shorter than its header".into()));
     }
     file.read_exact(&mut h)?;
-    if &h[..8] != MAGIC || crc(&h[..20]) != u32::from_le_bytes(h[20..].try_into().expect("4 bytes")) {
+    if &h[..8] != MAGIC || crc(&h[..20]) != u32::from_le_bytes(h[20..].try_into().expect("4 bytes"))
+    {
         return Err(corrupt("not a trimem snapshot (bad header)".into()));
     }
     let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
     if version > VERSION {
-        return Err(EngineError::FormatVersion { path: what, found: version, supported: VERSION });
+        return Err(EngineError::FormatVersion {
+            path: what,
+            found: version,
+            supported: VERSION,
+        });
     }
     let generation = u64::from_le_bytes(h[12..20].try_into().expect("8 bytes"));
     let mut pos = HEADER_LEN as u64;
@@ -108,7 +113,9 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
         file.read_exact(&mut fixed)?;
         let (kind, name_len) = (fixed[0], u16::from_le_bytes([fixed[1], fixed[2]]) as u64);
         if pos + 3 + name_len + 12 > size {
-            return Err(corrupt(format!("section header at byte {pos} runs past the end")));
+            return Err(corrupt(format!(
+                "section header at byte {pos} runs past the end"
+            )));
         }
         let mut rest = vec![0u8; name_len as usize + 12];
         file.read_exact(&mut rest)?;
@@ -116,11 +123,17 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
         head.extend_from_slice(&rest[..name_len as usize + 8]);
         let stored = u32::from_le_bytes(rest[name_len as usize + 8..].try_into().expect("4 bytes"));
         if crc(&head) != stored {
-            return Err(corrupt(format!("section header at byte {pos} fails its checksum")));
+            return Err(corrupt(format!(
+                "section header at byte {pos} fails its checksum"
+            )));
         }
         let name = String::from_utf8(rest[..name_len as usize].to_vec())
             .map_err(|_| corrupt(format!("section name at byte {pos} is not UTF-8")))?;
-        let len = u64::from_le_bytes(rest[name_len as usize..name_len as usize + 8].try_into().expect("8 bytes"));
+        let len = u64::from_le_bytes(
+            rest[name_len as usize..name_len as usize + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
         let body_at = pos + 3 + name_len + 12;
         if len > size - body_at || size - body_at - len < 4 {
             return Err(corrupt(format!("section {name:?} runs past the end")));
@@ -133,12 +146,19 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
         };
         pos = body_at + len + 4;
         if name == END {
-            let Body::Bytes(b) = &body else { return Err(corrupt("bad end section".into())) };
-            if b.len() != 8 || u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) != sections.len() as u64 {
+            let Body::Bytes(b) = &body else {
+                return Err(corrupt("bad end section".into()));
+            };
+            if b.len() != 8
+                || u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) != sections.len() as u64
+            {
                 return Err(corrupt("the end section's count disagrees".into()));
             }
             if pos != size {
-                return Err(corrupt(format!("{} bytes after the end section", size - pos)));
+                return Err(corrupt(format!(
+                    "{} bytes after the end section",
+                    size - pos
+                )));
             }
             return Ok((generation, sections));
         }
@@ -149,17 +169,27 @@ pub fn read(path: &Path, faults: &Arc<Faults>) -> Result<(u64, Vec<(String, Body
 /// Reads a section body at `at` (and its checksum) straight into its final array. A large body
 /// is read by several threads at once, each checksumming its part (the parts' CRCs combine),
 /// since copying from the page cache and faulting in fresh pages is most of a reopen.
-fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what: &str) -> Result<Vec<T>> {
+fn read_array<T: Plain>(
+    file: &mut DataFile,
+    at: u64,
+    len: u64,
+    name: &str,
+    what: &str,
+) -> Result<Vec<T>> {
     let size = std::mem::size_of::<T>() as u64;
     if !len.is_multiple_of(size) {
-        return Err(EngineError::Corrupted(format!("{what}: section {name:?} has a partial element")));
+        return Err(EngineError::Corrupted(format!(
+            "{what}: section {name:?} has a partial element"
+        )));
     }
     let mut out = vec![T::default(); (len / size) as usize];
     crate::hugepages::advise(&out); // before the read faults the pages in
     let bytes = bytes_of_mut(&mut out);
     const PARALLEL_FROM: usize = 64 << 20;
     let threads = if bytes.len() >= PARALLEL_FROM {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
     } else {
         1
     };
@@ -182,7 +212,10 @@ fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a reader thread panicked")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a reader thread panicked"))
+            .collect()
     });
     let mut c = 0;
     for r in crcs {
@@ -193,7 +226,9 @@ fn read_array<T: Plain>(file: &mut DataFile, at: u64, len: u64, name: &str, what
     file.read_exact_at(&mut stored, at + len)?;
     file.seek_to(at + len + 4)?;
     if c != u32::from_le_bytes(stored) {
-        return Err(EngineError::Corrupted(format!("{what}: section {name:?} fails its checksum")));
+        return Err(EngineError::Corrupted(format!(
+            "{what}: section {name:?} fails its checksum"
+        )));
     }
     Ok(out)
 }
@@ -207,7 +242,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.trimem");
         let faults = Arc::new(Faults::default());
-        let big: Vec<f32> = (0..20_000_000u32).map(|i| (i % 9973) as f32 * 0.5).collect();
+        let big: Vec<f32> = (0..20_000_000u32)
+            .map(|i| (i % 9973) as f32 * 0.5)
+            .collect();
         let mut w = Writer::create(&path, 7, &faults).unwrap();
         w.section("small", Part::Bytes(b"abc")).unwrap();
         w.section("big", Part::F32(&big)).unwrap();
@@ -230,6 +267,9 @@ mod tests {
         let at = data.len() - 1000;
         data[at - 60_000_000] ^= 4;
         std::fs::write(&path, &data).unwrap();
-        assert!(matches!(read(&path, &faults), Err(EngineError::Corrupted(_))));
+        assert!(matches!(
+            read(&path, &faults),
+            Err(EngineError::Corrupted(_))
+        ));
     }
 }

@@ -3,7 +3,10 @@
 //! `Store::settle_deferred`); with buffered durability it syncs within a short delay of any
 //! write, so a power cut loses at most that much. Stopping it syncs what is still pending.
 
-use std::sync::atomic::{AtomicU64, Ordering::{Acquire, Release}};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Release},
+};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -38,7 +41,13 @@ pub struct Syncer {
 impl Syncer {
     /// `delay`: how long to gather further writes before each fsync (`None`: sync at once).
     pub fn start(file: DataFile, delay: Option<Duration>) -> Result<Syncer> {
-        let state = State { file: Arc::new(file), requested: 0, done: 0, outcome: Ok(()), stop: false };
+        let state = State {
+            file: Arc::new(file),
+            requested: 0,
+            done: 0,
+            outcome: Ok(()),
+            stop: false,
+        };
         let shared = Arc::new((Mutex::new(state), Condvar::new()));
         let done = Arc::new(AtomicU64::new(0));
         let requested = Arc::new(AtomicU64::new(0));
@@ -81,7 +90,12 @@ impl Syncer {
                 }
             })
             .map_err(|e| EngineError::Io(format!("cannot start the fsync thread: {e}")))?;
-        Ok(Syncer { shared, done, requested, thread: Some(thread) })
+        Ok(Syncer {
+            shared,
+            done,
+            requested,
+            thread: Some(thread),
+        })
     }
 
     /// Asks for an fsync of everything written so far; returns the ticket to wait on.

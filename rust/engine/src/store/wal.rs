@@ -103,11 +103,18 @@ pub struct Scan {
 /// Reads the records of a whole log file's bytes. `what` names the file in errors.
 pub fn scan(data: &[u8], what: &str) -> Result<(u64, Scan)> {
     let generation = check_header(data, what)?;
-    let mut out = Scan { end: HEADER_LEN, ..Default::default() };
+    let mut out = Scan {
+        end: HEADER_LEN,
+        ..Default::default()
+    };
     let mut pos = HEADER_LEN;
     // Zeros at the end are pre-allocated space; no valid record lies in them (its checksum
     // would have to be zero), so the search for records after damage stops where they start.
-    let written = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1).max(HEADER_LEN);
+    let written = data
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i + 1)
+        .max(HEADER_LEN);
     while pos < written {
         match record_at(data, pos) {
             Some((range, end)) => {
@@ -132,17 +139,27 @@ pub fn scan(data: &[u8], what: &str) -> Result<(u64, Scan)> {
 
 fn check_header(data: &[u8], what: &str) -> Result<u64> {
     if data.len() < HEADER_LEN || &data[..8] != MAGIC {
-        return Err(EngineError::Corrupted(format!("{what} is not a trimem log (bad header)")));
+        return Err(EngineError::Corrupted(format!(
+            "{what} is not a trimem log (bad header)"
+        )));
     }
     let stored = u32::from_le_bytes(data[20..24].try_into().expect("4 bytes"));
     if crc(&data[..20]) != stored {
-        return Err(EngineError::Corrupted(format!("{what}: the header fails its checksum")));
+        return Err(EngineError::Corrupted(format!(
+            "{what}: the header fails its checksum"
+        )));
     }
     let version = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes"));
     if version > VERSION {
-        return Err(EngineError::FormatVersion { path: what.to_owned(), found: version, supported: VERSION });
+        return Err(EngineError::FormatVersion {
+            path: what.to_owned(),
+            found: version,
+            supported: VERSION,
+        });
     }
-    Ok(u64::from_le_bytes(data[12..20].try_into().expect("8 bytes")))
+    Ok(u64::from_le_bytes(
+        data[12..20].try_into().expect("8 bytes"),
+    ))
 }
 
 /// An open log, positioned for appends.
@@ -161,16 +178,33 @@ pub struct Wal {
 
 impl Wal {
     /// Creates a new, empty log (header fsynced; the caller fsyncs the folder).
-    pub fn create(path: &Path, generation: u64, durability: Durability, faults: &Arc<Faults>) -> Result<Self> {
+    pub fn create(
+        path: &Path,
+        generation: u64,
+        durability: Durability,
+        faults: &Arc<Faults>,
+    ) -> Result<Self> {
         let mut file = DataFile::create_new(path, faults)?;
         file.write_all(&header(generation))?;
         file.sync()?;
         let end = HEADER_LEN as u64;
-        Ok(Wal { file, generation, end, allocated: end, durability, poisoned: None, pending: None })
+        Ok(Wal {
+            file,
+            generation,
+            end,
+            allocated: end,
+            durability,
+            poisoned: None,
+            pending: None,
+        })
     }
 
     /// Opens a log, returns its records and cuts a torn tail (fsynced) so appends start clean.
-    pub fn open(path: &Path, durability: Durability, faults: &Arc<Faults>) -> Result<(Self, Vec<Vec<u8>>, usize)> {
+    pub fn open(
+        path: &Path,
+        durability: Durability,
+        faults: &Arc<Faults>,
+    ) -> Result<(Self, Vec<Vec<u8>>, usize)> {
         let mut file = DataFile::open(path, faults)?;
         let data = file.read_all()?;
         let (generation, scan) = scan(&data, &path.display().to_string())?;
@@ -181,9 +215,25 @@ impl Wal {
             file.sync()?;
             allocated = scan.end as u64;
         }
-        let records = scan.records.iter().map(|r| data[r.clone()].to_vec()).collect();
+        let records = scan
+            .records
+            .iter()
+            .map(|r| data[r.clone()].to_vec())
+            .collect();
         let end = scan.end as u64;
-        Ok((Wal { file, generation, end, allocated, durability, poisoned: None, pending: None }, records, scan.torn))
+        Ok((
+            Wal {
+                file,
+                generation,
+                end,
+                allocated,
+                durability,
+                poisoned: None,
+                pending: None,
+            },
+            records,
+            scan.torn,
+        ))
     }
 
     pub fn generation(&self) -> u64 {
@@ -225,7 +275,9 @@ impl Wal {
 
     /// Settles deferred appends: `synced` is the outcome of their fsync (`None`: fsync now).
     pub fn settle_deferred(&mut self, synced: Option<Result<()>>) -> Result<()> {
-        let Some(acknowledged) = self.pending.take() else { return Ok(()) };
+        let Some(acknowledged) = self.pending.take() else {
+            return Ok(());
+        };
         let outcome = match (self.durability, synced) {
             (Durability::Buffered, _) => Ok(()),
             (Durability::Fsync, Some(r)) => r,
@@ -261,7 +313,13 @@ impl Wal {
             encode_record(&mut buf, p);
         }
         self.preallocate(buf.len() as u64);
-        let written = self.file.write_all_at(&buf, self.end).and_then(|()| if sync { self.file.sync() } else { Ok(()) });
+        let written = self.file.write_all_at(&buf, self.end).and_then(|()| {
+            if sync {
+                self.file.sync()
+            } else {
+                Ok(())
+            }
+        });
         if let Err(e) = written {
             self.undo(self.end + buf.len() as u64);
             return Err(e);
@@ -287,9 +345,16 @@ impl Wal {
     /// zeros again where the space was allocated, cut off beyond it.
     fn undo(&mut self, to: u64) {
         let (end, allocated) = (self.end, self.allocated);
-        let restored = self.file.write_zeros(end, to.min(allocated)).and_then(|()| {
-            if to > allocated { self.file.set_len(allocated) } else { Ok(()) }
-        });
+        let restored = self
+            .file
+            .write_zeros(end, to.min(allocated))
+            .and_then(|()| {
+                if to > allocated {
+                    self.file.set_len(allocated)
+                } else {
+                    Ok(())
+                }
+            });
         if let Err(e) = restored.and_then(|()| self.file.sync()) {
             self.poisoned = Some(e.to_string());
         }
@@ -364,6 +429,9 @@ mod tests {
         h[8..12].copy_from_slice(&2u32.to_le_bytes());
         let c = crc(&h[..20]);
         h[20..].copy_from_slice(&c.to_le_bytes());
-        assert!(matches!(scan(&h, "log"), Err(EngineError::FormatVersion { found: 2, .. })));
+        assert!(matches!(
+            scan(&h, "log"),
+            Err(EngineError::FormatVersion { found: 2, .. })
+        ));
     }
 }
