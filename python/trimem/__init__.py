@@ -1,8 +1,8 @@
 """trimem: fast embedded three-layer memory for LLM agents.
 
 :class:`Memory` gives an agent working, episodic and semantic memory with the Recall → Retain →
-Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and reciprocal rank fusion — is a Rust engine
-(:class:`HybridIndex`); one call searches both legs with the GIL released.
+Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and reciprocal rank
+fusion — is a Rust engine (:class:`HybridIndex`); one call searches both legs with the GIL released.
 
 >>> import numpy as np, trimem
 >>> idx = trimem.HybridIndex(dim=4)
@@ -17,16 +17,28 @@ Reflect lifecycle; see its docstring. The hot path — BM25, HNSW, filters and r
 ['node.js', 'node', 'js', 'on', '8080']
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from trimem._core import Hits, HybridIndex, Store, StoredRecord, build_profile, simd_kernel, tokenize
 from trimem.errors import (
+    ArgumentTypeError,
+    DependencyError,
     DimensionError,
     DTypeError,
     DuplicateIdError,
+    EmbedderError,
     EmbedderMismatchError,
+    ForbiddenFactError,
+    GraphExtractionError,
     InvalidArgumentError,
     InvalidNameError,
     InvalidTimeRangeError,
     InvalidVectorError,
+    RouterError,
+    StoreClosedError,
     StoreCorruptedError,
     StoreError,
     StoreIOError,
@@ -38,28 +50,45 @@ from trimem.errors import (
 )
 from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
 
+if TYPE_CHECKING:
+    from trimem.lifecycle import Policy
+    from trimem.memory import Memory
+    from trimem.recall import RecallBundle
+
 __version__ = "0.1.0"
+
+# `Memory` pulls in the rewriter, extractor and embedders: these load on first use so that
+# `import trimem` stays as light as the engine.
+_LAZY = {"Memory": "trimem.memory", "Policy": "trimem.lifecycle", "RecallBundle": "trimem.recall"}
 
 
 def __getattr__(name: str) -> object:
-    # `Memory` pulls in the rewriter, extractor and embedders: load it on first use so that
-    # `import trimem` stays as light as the engine.
-    if name == "Memory":
-        from trimem.memory import Memory
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trimem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return Memory
-    raise AttributeError(f"module 'trimem' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
+    "ArgumentTypeError",
     "DTypeError",
+    "DependencyError",
     "DimensionError",
     "DuplicateIdError",
+    "EmbedderError",
     "EmbedderMismatchError",
     "Episode",
     "Fact",
     "FactChange",
     "FactVersion",
+    "ForbiddenFactError",
+    "GraphExtractionError",
     "Hits",
     "HybridIndex",
     "InvalidArgumentError",
@@ -68,7 +97,11 @@ __all__ = [
     "InvalidVectorError",
     "KnowledgeDoc",
     "Memory",
+    "Policy",
+    "RecallBundle",
+    "RouterError",
     "Store",
+    "StoreClosedError",
     "StoreCorruptedError",
     "StoreError",
     "StoreIOError",
@@ -79,6 +112,7 @@ __all__ = [
     "ToolCall",
     "TrimemError",
     "UnknownIdError",
+    "__version__",
     "build_profile",
     "simd_kernel",
     "tokenize",

@@ -34,7 +34,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _add_demo(sub: argparse._SubParsersAction) -> None:
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from trimem.demo import add_parser
 
     add_parser(sub)
@@ -55,7 +55,7 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _add_bench(sub: argparse._SubParsersAction) -> None:
+def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from trimem.bench.compare import FULL, QUICK
     from trimem.bench.gate import DEFAULT_THRESHOLDS, SLOWDOWN_ENV
     from trimem.bench.peers import GROUPS, SYSTEMS
@@ -303,7 +303,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_eval(sub: argparse._SubParsersAction) -> None:
+def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from trimem.bench.evaluate import add_parser
 
     add_parser(sub)
@@ -313,7 +313,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
 # Entry point
 # --------------------------------------------------------------------------
 
-COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction], None]]] = [
+COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]] = [
     ("demo", _add_demo),
     ("bench", _add_bench),
     ("eval", _add_eval),

@@ -147,7 +147,7 @@ def run(path: str, embedder: str) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="build a small embedded store in a folder and show recall", description=__doc__)
     p.add_argument("--path", default="./trimem-demo", help="store folder (default ./trimem-demo)")
     p.add_argument("--embedder", default="auto", help="auto (default), minilm or hashing")

@@ -41,7 +41,14 @@ import numpy as np
 import numpy.typing as npt
 
 from trimem._core import tokenize
-from trimem.errors import DimensionError, DTypeError, InvalidVectorError
+from trimem.errors import (
+    ArgumentTypeError,
+    DimensionError,
+    DTypeError,
+    EmbedderError,
+    InvalidArgumentError,
+    InvalidVectorError,
+)
 
 __all__ = [
     "Embedder",
@@ -80,11 +87,11 @@ class Embedder(Protocol):
 
 def _as_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
-        raise TypeError("an embedder takes a list of texts, not a single string")
+        raise ArgumentTypeError("an embedder takes a list of texts, not a single string")
     out = list(texts)
     for i, t in enumerate(out):
         if not isinstance(t, str):
-            raise TypeError(f"text #{i} is {type(t).__name__}, not str")
+            raise ArgumentTypeError(f"text #{i} is {type(t).__name__}, not str")
     return out
 
 
@@ -166,9 +173,9 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 384, *, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise ValueError(f"dim must be an int >= 2, got {dim!r}")
+            raise InvalidArgumentError(f"dim must be an int >= 2, got {dim!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-            raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
+            raise InvalidArgumentError(f"seed must be an int in [0, 2**64), got {seed!r}")
         self._dim = dim
         self._seed = seed
         self._key = seed.to_bytes(8, "little")
@@ -352,7 +359,7 @@ class MiniLMEmbedder:
         if threads is None:
             threads = min(2, os.cpu_count() or 1)
         if batch_size < 1 or max_length < 3 or threads < 1:
-            raise ValueError("batch_size and threads must be >= 1 and max_length >= 3")
+            raise InvalidArgumentError("batch_size and threads must be >= 1 and max_length >= 3")
         self._model_path = Path(model_path) if model_path is not None else _default_model_path()
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else _vendored_tokenizer()
         for what, p in (("model", self._model_path), ("tokenizer", self._tokenizer_path)):
@@ -396,7 +403,7 @@ class MiniLMEmbedder:
             names = tuple(i.name for i in session.get_inputs())
             out = session.get_outputs()[0]
             if out.shape[-1] != _MINILM_DIM:
-                raise ValueError(f"{self._model_path} outputs width {out.shape[-1]}, expected {_MINILM_DIM}")
+                raise EmbedderError(f"{self._model_path} outputs width {out.shape[-1]}, expected {_MINILM_DIM}")
             self._inputs = names
             self._tokenizer = tok
             self._session = session
@@ -469,7 +476,7 @@ class SentenceTransformerEmbedder(_Wrapper):
 
     def __init__(self, model: Any, *, name: str | None = None, dim: int | None = None) -> None:
         if not callable(getattr(model, "encode", None)):
-            raise TypeError(f"{type(model).__name__} has no encode() method")
+            raise ArgumentTypeError(f"{type(model).__name__} has no encode() method")
         self.model = model
         self._name = name or f"sentence-transformers:{_model_id(model)}"
         if dim is None:
@@ -496,7 +503,7 @@ class LangChainEmbedder(_Wrapper):
         self, embeddings: Any, *, name: str | None = None, dim: int | None = None, normalize: bool = True
     ) -> None:
         if not callable(getattr(embeddings, "embed_documents", None)):
-            raise TypeError(f"{type(embeddings).__name__} has no embed_documents() method")
+            raise ArgumentTypeError(f"{type(embeddings).__name__} has no embed_documents() method")
         self.embeddings = embeddings
         self.normalize = normalize
         model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
@@ -517,7 +524,7 @@ class _CheckedEmbedder:
         self._name = str(inner.name)
         self._dim = int(inner.dim)
         if self._dim < 1:
-            raise ValueError(f"embedder {self._name!r} has dim {self._dim}")
+            raise EmbedderError(f"embedder {self._name!r} has dim {self._dim}")
 
     @property
     def name(self) -> str:
@@ -603,7 +610,7 @@ def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
             return HashingEmbedder()
         if key in ("minilm", _MINILM_NAME.lower()):
             return MiniLMEmbedder()
-        raise ValueError(
+        raise InvalidArgumentError(
             f"unknown embedder {spec!r}: use 'auto', 'hashing', 'minilm', None, or an object "
             "with name, dim and __call__(list[str]) -> float32 (n, dim)"
         )
@@ -615,7 +622,7 @@ def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
         return LangChainEmbedder(spec)
     if callable(getattr(spec, "encode", None)):
         return SentenceTransformerEmbedder(spec)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"cannot use {type(spec).__name__} as an embedder: it needs name, dim and "
         "__call__(list[str]) -> float32 (n, dim), or embed_documents()/encode()"
     )

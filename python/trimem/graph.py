@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
-from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError
+from trimem.errors import GraphExtractionError, InvalidArgumentError, StoreCorruptedError, StoreVersionError
 from trimem.reflect import CJK_RANGE, prepare_text
 from trimem.timeutil import TimeLike, from_micros, to_micros
 
@@ -75,10 +75,6 @@ MAX_COOCCURRING: Final = 30
 log pasted into memory must not cost a quadratic number of edges."""
 SAME_SENTENCE, SAME_EPISODE = 1.0, 0.5
 FORMAT_VERSION: Final = 1
-
-
-class GraphExtractionError(InvalidArgumentError):
-    """A graph extractor returned something that is not a valid ``{"entities", "relations"}``."""
 
 
 # ============================================================================ public records
@@ -1630,7 +1626,7 @@ class MemoryGraph:
         rec = sc.entities[key]
         total, first, last = sc.total(key)
         facts = sorted(rec.facts)
-        return Entity(rec.name, rec.type, int(round(total)), sc.sources(key), first, last, name, facts)
+        return Entity(rec.name, rec.type, round(total), sc.sources(key), first, last, name, facts)
 
     def _relation(self, name: str, sc: _Scope, rk: _RKey) -> Relation:
         rec = sc.relations[rk]

@@ -118,7 +118,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
         the last use (or the timestamp if never used), lifetime grows with effective importance."""
         since = np.maximum(columns["timestamps"], columns["last_access"])
         lifetime = self.retention_days[_layer(layer)] * DAY_US * (1.0 + self.life_boost * self.effective_of(columns))
-        return columns["ids"][(now - since) > lifetime]
+        expired: np.ndarray = columns["ids"][(now - since) > lifetime]
+        return expired
 
 
 def explain(
@@ -127,7 +128,10 @@ def explain(
     """Each term of a hit's score: fused relevance, the decay term and the importance term."""
     decay_term = policy.decay_weight * decay
     importance_term = policy.importance_weight * importance
-    r = lambda x: round(float(x), 6)  # noqa: E731
+
+    def r(x: float) -> float:
+        return round(float(x), 6)
+
     return {
         "score": r(score),
         "relevance": r(score - decay_term - importance_term),

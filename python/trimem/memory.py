@@ -57,13 +57,16 @@ from trimem.ops import (
 from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptualMemory
 from trimem.recall import RecallBundle
 from trimem.records import (
+    Durability,
     Episode,
     FactChange,
     KnowledgeDoc,
     Placement,
     RecalledEpisode,
     RecalledKnowledge,
+    Recovery,
     Scored,
+    SearchMode,
     ToolCall,
     decode_knowledge,
     episode_from_record,
@@ -111,7 +114,7 @@ class Memory:
         path: str | os.PathLike[str] | None = None,
         *,
         embedder: Any = "auto",
-        durability: str = "fsync",
+        durability: Durability = "fsync",
         rewriter: Rewriter | None = None,
         extractor: Extractor | None = None,
         tz: tzinfo = UTC,
@@ -166,7 +169,7 @@ class Memory:
 
     # -- store ------------------------------------------------------------------------------------
 
-    def _open(self, path: str, durability: str) -> None:
+    def _open(self, path: str, durability: Durability) -> None:
         if os.path.exists(path) and not os.path.isdir(path):
             raise StoreError(f"{path} exists and is not a folder")
         self._store = Store(path, durability=durability)
@@ -257,6 +260,17 @@ class Memory:
                     encode_state(self._state()),
                 )
                 self._touched = ([], [], [])  # the snapshot holds the counts
+
+    def recovery(self) -> Recovery | None:
+        """What opening the store found: the snapshot loaded, the log records replayed after it and
+        any torn tail cut from a crash (``None`` for an in-process memory).
+
+        >>> Memory(embedder=None).recovery() is None
+        True
+        """
+        if self._store is None:
+            return None
+        return msgspec.convert(self._store.recovery(), Recovery)
 
     def purge(self) -> None:
         """Compacts the store so that nothing forgotten remains in the folder: a fresh snapshot
@@ -778,7 +792,7 @@ class Memory:
         if session_id is not None:
             check_id("session_id", session_id)
         ids = self._episode_index.ids(namespace=episode_namespace(agent_id, user_id), session=session_id, time_range=tr)
-        return ids.tolist()
+        return [int(i) for i in ids]
 
     def episodes(
         self,
@@ -1010,7 +1024,7 @@ class Memory:
         time_range: tuple[TimeLike, TimeLike] | None = None,
         session_id: str | None = None,
         vector: np.ndarray | None = None,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         now: TimeLike | None = None,
         touch: bool = False,
     ) -> list[RecalledEpisode]:
@@ -1026,7 +1040,7 @@ class Memory:
         if vector is None and mode != "bm25":
             vecs = self._embed([query])
             vector = None if vecs is None else vecs[0]
-        use_mode = mode if vector is not None or mode == "bm25" else "bm25"
+        use_mode: SearchMode = mode if vector is not None or mode == "bm25" else "bm25"
         at = now_micros(now)
         hits = self._episode_index.search(
             text=query,
@@ -1221,7 +1235,10 @@ class Memory:
         t5 = time.perf_counter()
         if touch and (episodes or knowledge):
             self._touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
-        ms = lambda a, b: (b - a) * 1e3  # noqa: E731
+
+        def ms(a: float, b: float) -> float:
+            return (b - a) * 1e3
+
         timings = {
             "rewrite": ms(t0, t1),
             "facts": ms(t1, t2),

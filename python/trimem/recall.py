@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
+from trimem.errors import InvalidArgumentError
 from trimem.records import Fact, RecalledEpisode, RecalledKnowledge
 from trimem.rewrite import MemoryIntent
 from trimem.timeutil import from_micros
@@ -49,7 +50,10 @@ class RecallBundle:
 
     def sections(self) -> dict[str, list[str]]:
         """Each section's lines, most important first (the order `render` fills them in)."""
-        fmt = lambda us: from_micros(us, self.tz).strftime("%Y-%m-%d %H:%M")  # noqa: E731
+
+        def fmt(us: int) -> str:
+            return from_micros(us, self.tz).strftime("%Y-%m-%d %H:%M")
+
         working = [f"- {name} = {value!r}" for name, value in self.working_vars.items()]
         working += [f"- {t.role}: {_quote(t.text, 500)[2:]}" for t in self.working]
         profile = [f"- {f.key}: {f.value} (since {fmt(f.updated_at)})" for f in self.profile]
@@ -67,7 +71,7 @@ class RecallBundle:
         """One prompt context, sections in a fixed order, never over `max_tokens` as measured by
         `counter` (tiktoken when installed, else a count that never undercounts)."""
         if max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+            raise InvalidArgumentError(f"max_tokens must be positive, got {max_tokens}")
         if counter is None:
             from trimem.tokens import default_counter
 

@@ -11,9 +11,14 @@ text is stored once, as the start of the indexed text.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+
+Durability = Literal["fsync", "buffered"]
+"""How a store write returns: after its fsync, or handed to the OS and fsynced within a second."""
+SearchMode = Literal["hybrid", "bm25", "vector"]
+"""Which legs a search runs: both, fused, or keywords only, or vectors only."""
 
 
 class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
@@ -137,6 +142,17 @@ class Placement(msgspec.Struct, frozen=True):
     importance: float
     reason: str
     item: Any
+
+
+class Recovery(msgspec.Struct, frozen=True):
+    """What opening a store found (:meth:`trimem.Memory.recovery`)."""
+
+    generation: int  # the log generation the store is at
+    snapshot: bool  # a snapshot was loaded (else everything came from the log)
+    log_records: int  # log records replayed after it
+    torn_bytes: int  # bytes of a torn tail cut from the log (a crash mid-write)
+    removed_files: list[str]  # older generations and unfinished snapshots deleted
+    seconds: float  # time the open took
 
 
 class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):

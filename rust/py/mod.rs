@@ -34,7 +34,6 @@ fn tokenize(py: Python<'_>, text: &str, stem: bool, stopwords: bool) -> Vec<Stri
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    errors::register(m)?;
     m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add_function(wrap_pyfunction!(simd_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;

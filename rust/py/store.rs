@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+#[cfg(feature = "fault-injection")]
 use trimem_engine::store::fs::FaultKind;
 use trimem_engine::store::{Durability, Store as Engine};
 use trimem_engine::EngineError;
@@ -38,7 +39,7 @@ struct Loaded {
 }
 
 fn closed() -> PyErr {
-    to_py_err(EngineError::Io("the store is closed".into()))
+    to_py_err(EngineError::Closed)
 }
 
 impl Store {
@@ -211,9 +212,11 @@ impl Store {
         Ok(false)
     }
 
-    /// Testing hook: make the store's next writes fail like a full disk (`"disk_full"`), a short
+    /// Testing hook, compiled only with the `fault-injection` feature (never in a release
+    /// wheel): make the store's next writes fail like a full disk (`"disk_full"`), a short
     /// write (`"short_write"`) or a failing fsync (`"sync_fails"`), after `after_bytes` more
     /// bytes, `times` times in a row.
+    #[cfg(feature = "fault-injection")]
     #[pyo3(signature = (kind, *, after_bytes = 0, times = 1))]
     fn inject_fault(
         &self,
@@ -229,6 +232,7 @@ impl Store {
         })
     }
 
+    #[cfg(feature = "fault-injection")]
     fn clear_faults(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |s| {
             s.faults().clear();

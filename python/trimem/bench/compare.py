@@ -127,7 +127,8 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     part = np.argpartition(-scores, k - 1)[:k]
     part = part[np.isfinite(scores[part])]
-    return part[np.lexsort((part, -scores[part]))]
+    ranked: np.ndarray = part[np.lexsort((part, -scores[part]))]
+    return ranked
 
 
 def _fuse(legs: Sequence[tuple[np.ndarray, np.ndarray]], rrf_k: float = peers.RRF_K) -> dict[int, float]:
@@ -618,7 +619,7 @@ def _run_size(
             }
     for sk in skipped:
         sk["n"] = n
-    for name, v in inserts.items():
+    for _name, v in inserts.items():
         v["n"] = n
     return rows, skipped, inserts
 

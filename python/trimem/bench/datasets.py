@@ -110,7 +110,7 @@ def default_noise(dim: int, *, points_per_centre: int = 100, target_nn_cosine: f
 
     def nn_cos(s2: float) -> float:
         var = (s2 / dim) * (s2 / (1.0 + s2)) ** 2 + s2 * s2 / dim
-        return (1.0 + z * var**0.5) / (1.0 + s2)
+        return float((1.0 + z * var**0.5) / (1.0 + s2))
 
     lo, hi = 0.0, 100.0  # nn_cos decreases in s2 over this range
     if not nn_cos(hi) < target_nn_cosine < nn_cos(lo):
@@ -627,7 +627,7 @@ def time_window(ts: np.ndarray, fraction: float, *, seed: int = 0) -> tuple[int,
         raise ValueError("empty timestamp array")
     s = np.sort(ts)
     fraction = min(max(float(fraction), 0.0), 1.0)
-    k = int(round(fraction * n))
+    k = round(fraction * n)
     if k >= n:
         return int(s[0]), int(s[-1]) + 1
     i0 = int(_rng(seed, "time-window").integers(0, n - k + 1))

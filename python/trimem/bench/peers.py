@@ -147,7 +147,8 @@ class Workload:
         return len(self.ds.query_texts)
 
     def query_vector(self, i: int) -> np.ndarray:
-        return self.ds.query_vectors[i]
+        q: np.ndarray = self.ds.query_vectors[i]
+        return q
 
     def doc_tokens(self) -> list[list[str]]:
         """trimem's tokens of every record (what the engine indexes)."""
@@ -485,7 +486,7 @@ class _Trimem(System):
         return self._hits(i).ids
 
     def plan(self, i: int) -> str | None:
-        return self._hits(i).plan
+        return str(self._hits(i).plan)
 
 
 class TrimemVector(_Trimem):
@@ -593,7 +594,7 @@ class Bm25s(System):
         k = min(k, len(scores))
         part = np.argpartition(scores, -k)[-k:]
         top = part[np.argsort(-scores[part], kind="stable")]
-        return top[scores[top] > 0].tolist()  # BM25 returns matching documents only
+        return [int(i) for i in top[scores[top] > 0]]  # BM25 returns matching documents only
 
     def query(self, i: int) -> Any:
         return self._top(self.texts[i], self.k)
@@ -615,7 +616,7 @@ class Bm25sNumba(Bm25s):
         if not ids:
             return []
         docs, scores = self.retriever.retrieve([ids], k=k, show_progress=False, n_threads=1, weight_mask=mask)
-        return docs[0][scores[0] > 0].tolist()
+        return [int(i) for i in docs[0][scores[0] > 0]]
 
 
 # ---- tantivy --------------------------------------------------------------

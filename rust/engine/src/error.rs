@@ -34,12 +34,16 @@ pub enum EngineError {
     },
     /// Any other argument outside its domain (the message says which and why).
     InvalidArgument(String),
-    /// A file operation of the store failed (the message names the operation and the file).
-    Io(String),
+    /// A file operation of the store failed: the message names the operation and the file,
+    /// `errno` is the OS error number (`None` when no OS call failed, e.g. a poisoned store).
+    Io { msg: String, errno: Option<i32> },
+    /// The store was closed; reopen it to go on.
+    Closed,
     /// Committed store data failed its checksum or does not decode: damage, not a torn tail.
     Corrupted(String),
-    /// Another process holds the store's writer lock.
-    Locked(String),
+    /// Another writer holds the store: another process, or (`in_process`) another open store
+    /// of this process on the same folder.
+    Locked { path: String, in_process: bool },
     /// A store file written by a newer trimem.
     FormatVersion {
         path: String,
@@ -85,14 +89,25 @@ impl fmt::Display for EngineError {
                 f,
                 "text at row {row} has {bytes} bytes, over the limit of {limit}; split it into smaller records"
             ),
-            InvalidArgument(msg) | Io(msg) => f.write_str(msg),
+            InvalidArgument(msg) | Io { msg, .. } => f.write_str(msg),
+            Closed => f.write_str("the store is closed; open it again to go on"),
             Corrupted(msg) => write!(
                 f,
                 "store damaged: {msg}; restore the folder from a backup (trimem never skips committed data)"
             ),
-            Locked(path) => write!(
+            Locked {
+                path,
+                in_process: false,
+            } => write!(
                 f,
                 "{path} is open for writing by another process; one writer at a time"
+            ),
+            Locked {
+                path,
+                in_process: true,
+            } => write!(
+                f,
+                "{path} is already open in this process; close that Memory or Store (or reuse it) before opening it again"
             ),
             FormatVersion { path, found, supported } => write!(
                 f,
@@ -103,3 +118,18 @@ impl fmt::Display for EngineError {
 }
 
 impl std::error::Error for EngineError {}
+
+impl EngineError {
+    /// An I/O failure without an OS error behind it (the store refuses writes, say); `EIO`
+    /// stands in so callers always get a number they can test.
+    pub fn io(msg: impl Into<String>) -> Self {
+        EngineError::Io {
+            msg: msg.into(),
+            errno: Some(EIO),
+        }
+    }
+}
+
+/// POSIX error numbers for failures the store reports without an OS call behind them.
+pub const EIO: i32 = 5;
+pub const ENOSPC: i32 = 28;

@@ -58,6 +58,9 @@ const IMAGE_VERSION: u32 = 2;
 /// microseconds, about what posting it costs.
 const PARALLEL_LEGS_POSTINGS: usize = 1024;
 
+/// Most build threads a caller may ask for: each is an OS thread.
+const MAX_THREADS: usize = 1024;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Metric {
     /// Cosine similarity: vectors are normalised on the way in.
@@ -166,6 +169,12 @@ impl IndexConfig {
         }
         if self.max_text_bytes == 0 {
             return bad("max_text_bytes must be positive".into());
+        }
+        if self.threads > MAX_THREADS {
+            return bad(format!(
+                "threads={} is too many (at most {MAX_THREADS}; 0 means one per core)",
+                self.threads
+            ));
         }
         Ok(())
     }
@@ -886,6 +895,19 @@ impl HybridIndex {
         }
     }
 
+    /// `p` with its sizes capped by what the index holds: no search returns more records than
+    /// exist, so a caller's `k=10**9` costs what `k=len` costs instead of an allocation the
+    /// process cannot survive.
+    fn clamped(&self, p: &SearchParams) -> SearchParams {
+        let cap = self.records.len().max(1);
+        SearchParams {
+            k: p.k.min(cap),
+            ef: p.ef.min(cap),
+            window: p.window.map(|w| w.min(cap)),
+            ..p.clone()
+        }
+    }
+
     fn check_search(
         &self,
         text: Option<&str>,
@@ -948,6 +970,8 @@ impl HybridIndex {
         p: &SearchParams,
     ) -> Result<SearchResult> {
         self.check_search(text, vector, p)?;
+        let clamped = self.clamped(p);
+        let p = &clamped;
         let query_vec = match vector {
             Some(v) if p.mode != Mode::Bm25 => Some(prepare_vector(self.config.metric, v, 0)?),
             _ => None,

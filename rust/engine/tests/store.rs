@@ -205,11 +205,22 @@ fn second_writer_is_refused() {
     let _first = open(dir.path());
     assert!(matches!(
         Store::open(dir.path(), Durability::Fsync),
-        Err(EngineError::Locked(_))
+        Err(EngineError::Locked {
+            in_process: true,
+            ..
+        })
     ));
 }
 
 #[test]
+fn a_closed_store_frees_its_folder_for_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    let _again = open(dir.path());
+}
+
+#[test]
+#[cfg(feature = "fault-injection")]
 fn injected_faults_fail_the_write_and_leave_the_store_consistent() {
     for kind in [
         FaultKind::DiskFull,
@@ -222,7 +233,7 @@ fn injected_faults_fail_the_write_and_leave_the_store_consistent() {
             o.store.append(&[b"one"]).unwrap();
             o.store.faults().arm(kind, 3, 1);
             let err = o.store.append(&[b"two: this one fails"]).unwrap_err();
-            assert!(matches!(err, EngineError::Io(_)), "{kind:?}: {err:?}");
+            assert!(matches!(err, EngineError::Io { .. }), "{kind:?}: {err:?}");
             o.store.append(&[b"three"]).unwrap();
         }
         let o = open(dir.path());
@@ -232,6 +243,7 @@ fn injected_faults_fail_the_write_and_leave_the_store_consistent() {
 }
 
 #[test]
+#[cfg(feature = "fault-injection")]
 fn a_failed_checkpoint_keeps_the_previous_generation() {
     let idx = sample_index(200);
     for kind in [

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, EIO, ENOSPC};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
@@ -52,6 +52,7 @@ pub struct Faults {
 impl Faults {
     /// Arms `kind` to fire after `after_bytes` more bytes are written (fsync faults fire on the
     /// next fsync), `times` times in a row.
+    #[cfg(feature = "fault-injection")]
     pub fn arm(&self, kind: FaultKind, after_bytes: u64, times: u32) {
         *self.armed.lock() = (times > 0).then_some(Fault {
             kind,
@@ -60,6 +61,7 @@ impl Faults {
         });
     }
 
+    #[cfg(feature = "fault-injection")]
     pub fn clear(&self) {
         *self.armed.lock() = None;
     }
@@ -105,8 +107,20 @@ impl Faults {
     }
 }
 
-pub fn io_error(op: &str, path: &Path, e: impl std::fmt::Display) -> EngineError {
-    EngineError::Io(format!("{op} {}: {e}", path.display()))
+pub fn io_error(op: &str, path: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Io {
+        msg: format!("{op} {}: {e}", path.display()),
+        errno: e.raw_os_error(),
+    }
+}
+
+/// The error an injected fault reports: the OS's own error for `errno`, marked as injected.
+fn injected_error(op: &str, path: &Path, errno: i32, detail: &str) -> EngineError {
+    let os = std::io::Error::from_raw_os_error(errno);
+    EngineError::Io {
+        msg: format!("{op} {}: {os}{detail} (injected)", path.display()),
+        errno: Some(errno),
+    }
 }
 
 /// One open store file.
@@ -172,16 +186,13 @@ impl DataFile {
     fn injected(&self, fault: Option<FaultKind>, allowed: usize, len: usize) -> Result<()> {
         match fault {
             None => Ok(()),
-            Some(FaultKind::ShortWrite) => Err(io_error(
+            Some(FaultKind::ShortWrite) => Err(injected_error(
                 "cannot write",
                 &self.path,
-                format!("short write: {allowed} of {len} bytes (injected)"),
+                ENOSPC,
+                &format!(", short write: {allowed} of {len} bytes"),
             )),
-            Some(_) => Err(io_error(
-                "cannot write",
-                &self.path,
-                "No space left on device (injected)",
-            )),
+            Some(_) => Err(injected_error("cannot write", &self.path, ENOSPC, "")),
         }
     }
 
@@ -224,11 +235,7 @@ impl DataFile {
     /// fsync of the file's data (and the metadata needed to read it back).
     pub fn sync(&self) -> Result<()> {
         if self.faults.on_sync() {
-            return Err(io_error(
-                "cannot fsync",
-                &self.path,
-                "Input/output error (injected)",
-            ));
+            return Err(injected_error("cannot fsync", &self.path, EIO, ""));
         }
         self.file
             .sync_data()

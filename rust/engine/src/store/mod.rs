@@ -12,11 +12,11 @@
 
 pub mod codec;
 pub mod fs;
+mod lock;
 pub mod snapshot;
 mod syncer;
 pub mod wal;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::error::{EngineError, Result};
 use crate::index::{HybridIndex, ImageBlocks};
 use fs::{io_error, Faults};
+use lock::WriterLock;
 use snapshot::{Body, Part};
 pub use wal::Durability;
 use wal::Wal;
@@ -92,7 +93,6 @@ pub struct Opened {
 
 pub struct Store {
     dir: PathBuf,
-    _lock: File,
     wal: Wal,
     faults: Arc<Faults>,
     /// The background fsync thread: deferred appends (fsync durability), or the periodic
@@ -101,6 +101,8 @@ pub struct Store {
     recovery: Recovery,
     /// Set when the store can no longer accept writes safely (see the message).
     broken: Option<String>,
+    /// Declared last so it is released after everything above is closed.
+    _lock: WriterLock,
 }
 
 fn check_section_name(name: &str) -> Result<()> {
@@ -123,21 +125,7 @@ impl Store {
         let started = Instant::now();
         std::fs::create_dir_all(dir).map_err(|e| io_error("cannot create folder", dir, e))?;
         let lock_path = dir.join(LOCK_FILE);
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io_error("cannot open", &lock_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(EngineError::Locked(dir.display().to_string()))
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(io_error("cannot lock", &lock_path, e))
-            }
-        }
+        let lock = WriterLock::take(dir, &lock_path)?;
         let faults = Arc::new(Faults::default());
         let mut snapshots = Vec::new();
         let mut wals = Vec::new();
@@ -274,7 +262,7 @@ impl Store {
 
     fn check_writable(&self) -> Result<()> {
         match &self.broken {
-            Some(why) => Err(EngineError::Io(format!(
+            Some(why) => Err(EngineError::io(format!(
                 "the store refuses writes: {why}; reopen it"
             ))),
             None => Ok(()),

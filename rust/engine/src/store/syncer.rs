@@ -89,7 +89,10 @@ impl Syncer {
                     }
                 }
             })
-            .map_err(|e| EngineError::Io(format!("cannot start the fsync thread: {e}")))?;
+            .map_err(|e| EngineError::Io {
+                msg: format!("cannot start the fsync thread: {e}"),
+                errno: e.raw_os_error(),
+            })?;
         Ok(Syncer {
             shared,
             done,

@@ -298,7 +298,7 @@ impl Wal {
 
     fn write(&mut self, payloads: &[&[u8]], sync: bool) -> Result<()> {
         if let Some(why) = &self.poisoned {
-            return Err(EngineError::Io(format!(
+            return Err(EngineError::io(format!(
                 "the store refuses writes after an earlier failure it could not undo ({why}); reopen it"
             )));
         }
