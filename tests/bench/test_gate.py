@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import trimem
+from tests.conftest import REPO_ROOT
 from trimem import cli
 from trimem.bench import gate
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 TINY = {"n": 2000, "dim": 32, "queries": 20, "rounds": 3, "block": 5, "seed": 0, "window": 0.1, "k": 10}
 VECTOR = "trimem vector / hnswlib"
 HYBRID = "trimem hybrid / hnswlib vector-only"

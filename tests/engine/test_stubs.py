@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import REPO_ROOT
+
 
 def test_stubs_match_compiled_module(tmp_path: Path) -> None:
     env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
@@ -21,7 +23,7 @@ def test_stubs_match_compiled_module(tmp_path: Path) -> None:
 
 def test_package_type_checks(tmp_path: Path) -> None:
     """The Python package type-checks against the stubs (they are what users' checkers see)."""
-    package = Path(__file__).resolve().parents[1] / "python" / "trimem"
+    package = REPO_ROOT / "python" / "trimem"
     env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
     out = subprocess.run(
         [sys.executable, "-m", "mypy", str(package), "--ignore-missing-imports", "--config-file", "/dev/null"],

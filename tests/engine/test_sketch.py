@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import trimem
-from conftest import Clustered, brute_topk, build_index, make_clustered, recall_at_k
+from tests.conftest import Clustered, brute_topk, build_index, make_clustered, recall_at_k
 from trimem.bench.datasets import time_window
 
 K = 10

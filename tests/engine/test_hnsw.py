@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import trimem
-from conftest import build_index as build
+from tests.conftest import build_index as build
 from trimem.bench.datasets import time_window
 
 K = 10

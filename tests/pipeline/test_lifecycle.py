@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from tests.conftest import REPO_ROOT
 from trimem import Memory
 from trimem.errors import InvalidArgumentError, StoreCorruptedError, UnknownIdError
 from trimem.lifecycle import Policy
@@ -433,9 +434,8 @@ def test_lifecycle_benchmark_runs_and_reports_ratios() -> None:
     """The benchmark behind the issue's cost targets runs (tiny sizes; no time is asserted)."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benches" / "lifecycle_perf.py"
+    script = REPO_ROOT / "benches" / "lifecycle_perf.py"
     out = subprocess.run(
         [sys.executable, str(script), "--n", "2000", "--rounds", "1"], capture_output=True, text=True, timeout=600
     )
