@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from trimem import reflect
+from trimem import Memory, reflect
 from trimem.reflect import (
     EpisodeView,
     Extractor,
@@ -784,3 +784,18 @@ def test_llm_with_nothing_to_read_does_not_call_the_model() -> None:
 def test_llm_rejects_bad_batch_size() -> None:
     with pytest.raises(ValueError, match="max_episodes"):
         LLMExtractor(FakeModel(), max_episodes=0)
+
+
+# ------------------------------------------------------------- Memory's background reflector
+
+
+def test_background_reflector() -> None:
+    mem = Memory(embedder=None)
+    r = mem.start_reflector(interval=0.05)
+    mem.retain("we decided to use Redis as the cache", user_id="u1")
+    deadline = time.time() + 10
+    while mem.facts.get("cache", user_id="u1") is None and time.time() < deadline:
+        time.sleep(0.02)
+    mem.stop_reflector()
+    assert mem.facts.get("cache", user_id="u1").value == "Redis"  # type: ignore[union-attr]
+    assert r.errors == []
