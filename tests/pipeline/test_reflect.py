@@ -534,8 +534,6 @@ def test_episode_views_and_extractor_protocols() -> None:
     ]
     assert all(isinstance(e, EpisodeView) for e in eps)
     extractor: Extractor = RuleExtractor()
-    assert isinstance(extractor, Extractor)
-    assert isinstance(LLMExtractor(lambda prompt: "[]"), Extractor)
     props = extractor(eps, {})
     assert changes(props) == [
         ("set", "target_os", "Linux"),
@@ -543,6 +541,10 @@ def test_episode_views_and_extractor_protocols() -> None:
         ("set", "primary_language", "Go"),
     ]
     assert [p.source for p in props] == [[1], [2], [3]]
+    prompts: list[str] = []
+    llm: Extractor = LLMExtractor(lambda prompt: prompts.append(prompt) or "[]")
+    assert llm(eps, {}) == []
+    assert len(prompts) == 1 and all(e.text in prompts[0] for e in eps)
 
 
 def test_proposals_round_trip_through_msgspec() -> None:

@@ -473,8 +473,20 @@ def test_route_answers_are_checked_too() -> None:
 
 
 def test_rule_router_is_a_classifier_and_routes_are_structs() -> None:
-    assert isinstance(RuleRouter(), Classifier)
-    assert isinstance(LLMRouter(lambda p: "{}"), Classifier)
+    rules: Classifier = RuleRouter()
+    answer = rules("My favourite editor is Vim")
+    assert isinstance(answer, Route) and answer.layer in LAYERS
+    assert route("My favourite editor is Vim", classifier=rules) == route("My favourite editor is Vim")
+    prompts: list[str] = []
+
+    def model(prompt: str) -> str:
+        prompts.append(prompt)
+        return '{"layer": "episodic", "kind": "episode", "importance": 0.4, "reason": "an event"}'
+
+    llm: Classifier = LLMRouter(model)
+    r = route("we shipped v2 last night", classifier=llm)
+    assert (r.layer, r.kind, r.importance, r.reason) == ("episodic", "episode", 0.4, "an event")
+    assert len(prompts) == 1 and "we shipped v2 last night" in prompts[0]
     r = route("My favourite editor is Vim")
     decoded = msgspec.json.decode(msgspec.json.encode(r), type=Route)
     assert decoded == r

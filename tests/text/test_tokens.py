@@ -358,7 +358,12 @@ def test_estimate_is_subadditive_over_separators() -> None:
 
 
 def test_estimate_is_a_token_counter() -> None:
-    assert isinstance(estimate_tokens, TokenCounter)
+    """It behaves as a TokenCounter: one text in, a non-negative int out (0 only for "")."""
+    counter: TokenCounter = estimate_tokens
+    assert counter("") == 0
+    for text in corpus():
+        n = counter(text)
+        assert type(n) is int and n >= 1, (text[:40], n)
 
 
 # --------------------------------------------------------------------------- shipped tables
