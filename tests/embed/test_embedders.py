@@ -54,6 +54,7 @@ def test_hashing_satisfies_the_protocol() -> None:
     emb = HashingEmbedder()
     assert isinstance(emb, Embedder)
     assert emb.dim == 384 and emb.name == "hashing-384-v1"
+    assert_valid(emb(["restarted the worker", "重启了服务"]), 2, emb.dim)  # called as the protocol says
     assert HashingEmbedder(128, seed=7).name == "hashing-128-v1-seed7"
 
 

@@ -368,6 +368,8 @@ def test_precomputed_vectors_and_float64_output(tmp_path: Path) -> None:
     c = pm.add("f64", "anything", user_id="u")
     assert [h.record.id for h in pm.search([0.9, 0.1, 0.0], modality="query", user_id="u", k=3)] == [a.id, c.id, b.id]
     assert isinstance(PrecomputedEncoder("x", 2), Encoder) and isinstance(ColourWords(), Encoder)
+    out = PrecomputedEncoder("x", 2)([[1.0, 2.0], (3, 4)])  # called as the protocol says
+    assert out.dtype == np.float32 and out.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
 def test_delete_and_forget_user(pm: PerceptualMemory) -> None:
