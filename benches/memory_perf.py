@@ -35,7 +35,7 @@ class Fixed:  # precomputed vectors: the embedder call is not what we measure
 
 # retain_many with precomputed vectors vs hnswlib add_items, same M/efC, same threads (all cores)
 res = {}
-for rep in range(2):
+for _ in range(2):
     mem = Memory(embedder=Fixed())
     t = time.perf_counter()
     mem.retain_many(items, vectors=ds.vectors)
@@ -60,12 +60,13 @@ for _ in range(20000):
 print(f"facts.get p50 {np.median(ts_) / 1000:.2f} us")
 now = datetime(2027, 1, 15, tzinfo=UTC)
 qs = [q + (" last month" if i % 2 else "") for i, q in enumerate(ds.query_texts)]
-for rep in range(2):
+for _ in range(2):
     lat, tot = [], []
     for q in qs:
         b = mem.recall(q, user_id="u1", now=now)
         lat.append(b.timings["total"] - b.timings["embed"])
         tot.append(b.timings["total"])
     print(
-        f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); hits/query {np.mean([len(mem.recall(q, user_id='u1', now=now).episodes) for q in qs[:20]]):.1f}"
+        f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); "
+        f"hits/query {np.mean([len(mem.recall(q, user_id='u1', now=now).episodes) for q in qs[:20]]):.1f}"
     )

@@ -72,7 +72,7 @@ def test_hashing_is_deterministic_across_instances_and_processes() -> None:
     b = HashingEmbedder()(texts)
     assert a.tobytes() == b.tobytes()
     # a fresh interpreter with a different str-hash seed gives the same bytes
-    code = "import sys, trimem.embedders as e;sys.stdout.write(e.HashingEmbedder()(%r).tobytes().hex())" % (texts,)
+    code = f"import sys, trimem.embedders as e;sys.stdout.write(e.HashingEmbedder()({texts!r}).tobytes().hex())"
     for seed in ("1", "12345"):
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -513,7 +513,7 @@ def _numpy_minilm(w: dict[str, np.ndarray], ids: np.ndarray, mask: np.ndarray) -
     for i in range(6):
         p = f"encoder.layer.{i}."
 
-        def lin(z: np.ndarray, name: str) -> np.ndarray:
+        def lin(z: np.ndarray, name: str, p: str = p) -> np.ndarray:
             return z @ w[p + name + ".weight"].T + w[p + name + ".bias"]
 
         q, k, v = (
@@ -546,7 +546,7 @@ def test_minilm_agrees_with_a_live_fp32_forward_pass(minilm: MiniLMEmbedder) -> 
     model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.enable_truncation(max_length=256)
-    texts = _REFERENCE_TEXTS + ["Traceback (most recent call last): KeyError: 'user_42'", "retrieval " * 60]
+    texts = [*_REFERENCE_TEXTS, "Traceback (most recent call last): KeyError: 'user_42'", "retrieval " * 60]
     weights = {
         k.removeprefix("bert."): v.astype(np.float64)
         for k, v in load_file(str(model_dir / "model.safetensors")).items()
@@ -562,5 +562,3 @@ def test_minilm_agrees_with_a_live_fp32_forward_pass(minilm: MiniLMEmbedder) -> 
     stored = stored.reshape(len(_REFERENCE_TEXTS), 384).astype(np.float64)
     for a, b in zip(stored, ref):
         assert cos(a, b) > 0.9999  # the stored fixture is this computation
-
-

@@ -255,7 +255,7 @@ def test_stemmed_index_matches_reference() -> None:
     ref = LuceneBM25(stem=True, stopwords=True)
     add_texts(idx, ref, list(range(200)), make_corpus(200, seed=12))
     check_stats(idx, ref)
-    check_scores(idx, ref, make_queries(15, seed=13) + ["running containers", "the builds"])
+    check_scores(idx, ref, [*make_queries(15, seed=13), "running containers", "the builds"])
 
 
 def test_min_bm25_drops_weaker_hits() -> None:
@@ -375,7 +375,8 @@ def test_scifact_matches_bm25s(scifact: SciFact, record_property) -> None:
     mean = float(np.mean(overlaps))
     record_property("scifact_bm25s_overlap", mean)
     print(
-        f"SciFact top-10 overlap with bm25s: mean {mean:.4f}, min {min(overlaps):.2f}; worst score rel err {worst_rel:.2e}"
+        f"SciFact top-10 overlap with bm25s: mean {mean:.4f}, min {min(overlaps):.2f}; "
+        f"worst score rel err {worst_rel:.2e}"
     )
     assert mean >= 0.99
     assert worst_rel <= 1e-5
@@ -399,7 +400,8 @@ def _tantivy_length(n: int) -> int:
 def test_tantivy_length_quantisation_table() -> None:
     # The head of tantivy's FIELD_NORMS_TABLE (src/fieldnorm/code.rs); a length maps to the
     # largest entry not above it.
-    table = list(range(41)) + [
+    table = [
+        *range(41),
         42,
         44,
         46,

@@ -39,13 +39,13 @@ def stores(draw):
 @st.composite
 def queries(draw):
     return {
-        "namespace": draw(st.sampled_from(NAMESPACES + [None, "missing"])),
-        "session": draw(st.sampled_from(SESSIONS + ["nope"])),
+        "namespace": draw(st.sampled_from([*NAMESPACES, None, "missing"])),
+        "session": draw(st.sampled_from([*SESSIONS, "nope"])),
         "time_range": draw(
             st.one_of(st.none(), st.tuples(st.integers(-5, 55), st.integers(0, 30)).map(lambda t: (t[0], t[0] + t[1])))
         ),
         "text": draw(
-            st.one_of(st.none(), st.lists(st.sampled_from(WORDS + ["zzz"]), min_size=1, max_size=3).map(" ".join))
+            st.one_of(st.none(), st.lists(st.sampled_from([*WORDS, "zzz"]), min_size=1, max_size=3).map(" ".join))
         ),
         "use_vector": draw(st.booleans()),
         "mode": draw(st.sampled_from(["hybrid", "bm25", "vector"])),
@@ -95,7 +95,7 @@ def test_filters_property(store, qs) -> None:
             time_range=q["time_range"],
         )
 
-        def matches(i: int) -> bool:
+        def matches(i: int, q: dict = q) -> bool:
             ns, sess, ts, _ = by_id[i]
             if q["namespace"] is not None and ns != q["namespace"]:
                 return False

@@ -647,7 +647,7 @@ def test_llm_extractor_mapping_reply() -> None:
             '{"entities": ["a"], "relations": [{"subject": "a", "predicate": 3, "object": "b"}]}',
             r"relations\[0\]: predicate must be a string",
         ),
-        ('{"entities": [' + ",".join('"e%d"' % i for i in range(501)) + "]}", "at most 500"),
+        ('{"entities": [' + ",".join(f'"e{i}"' for i in range(501)) + "]}", "at most 500"),
     ],
 )
 def test_llm_extractor_malformed_output(reply: object, message: str) -> None:

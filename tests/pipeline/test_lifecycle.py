@@ -5,6 +5,7 @@ point-in-time recall and perceptual memory — English and Chinese where text ma
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -359,7 +360,11 @@ class Colour:
 
 class ColourWords:
     name, dim = "colour-words", 4
-    table = {"red": [1, 0, 0, 0.01], "green": [0, 1, 0, 0.01], "blue": [0, 0, 1, 0.01]}
+    table: ClassVar[dict[str, list[float]]] = {
+        "red": [1, 0, 0, 0.01],
+        "green": [0, 1, 0, 0.01],
+        "blue": [0, 0, 1, 0.01],
+    }
 
     def __call__(self, items: list[str]) -> np.ndarray:
         return np.array([self.table.get(t, [0.3, 0.3, 0.3, 1]) for t in items], np.float32)

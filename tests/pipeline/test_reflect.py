@@ -746,7 +746,8 @@ def test_llm_batches_and_carries_facts_forward() -> None:
     eps = [Ep(i, f"episode {i}") for i in range(1, 6)]
     model = FakeModel(
         '[{"op": "set", "key": "editor", "value": "Vim", "source": [1]}]',
-        '[{"op": "delete", "key": "editor", "source": [3]}, {"op": "set", "key": "db", "value": "MySQL", "source": [9]}]',
+        '[{"op": "delete", "key": "editor", "source": [3]}, '
+        '{"op": "set", "key": "db", "value": "MySQL", "source": [9]}]',
         "[]",
     )
     props = LLMExtractor(model, max_episodes=2)(eps, {"target_os": "Linux"})
