@@ -1224,7 +1224,7 @@ def parse_extraction(reply: object, text: str) -> Extraction:
     >>> parse_extraction('{"entities": [42]}', "")
     Traceback (most recent call last):
     ...
-    trimem.graph.GraphExtractionError: entities[0]: a name must be a string, got int
+    trimem.errors.GraphExtractionError: entities[0]: a name must be a string, got int
     """
     data: object = reply
     if isinstance(reply, (str, bytes)):
