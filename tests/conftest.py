@@ -21,6 +21,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`soak` variants (long durability runs, also marked `slow`) run only when asked for: with a
+    marker expression (`-m slow`) or TRIMEM_SLOW=1, so the default run (CI's) stays short."""
+    if config.getoption("markexpr") or os.environ.get("TRIMEM_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="soak variant: run with -m slow (or TRIMEM_SLOW=1)")
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def build_profile(request: pytest.FixtureRequest) -> str:
     """The engine's build profile, checked once and printed (timings mean little in debug)."""

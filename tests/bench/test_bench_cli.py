@@ -31,6 +31,7 @@ def test_int_list() -> None:
         cli._int_list("1000,0")
 
 
+@pytest.mark.slow  # ~15 s on a fresh machine (matplotlib builds its font cache)
 def test_scale_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     have_mpl = True
     try:

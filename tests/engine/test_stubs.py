@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -21,6 +23,7 @@ def test_stubs_match_compiled_module(tmp_path: Path) -> None:
     assert "Success" in out.stdout
 
 
+@pytest.mark.slow  # ~10 s: mypy over the package
 def test_package_type_checks(tmp_path: Path) -> None:
     """The Python package type-checks against the stubs (they are what users' checkers see)."""
     package = REPO_ROOT / "python" / "trimem"

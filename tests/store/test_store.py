@@ -72,18 +72,6 @@ FAULTS = ("disk_full", "short_write", "sync_fails")
 WAL_HEADER = 24
 
 
-@pytest.fixture(autouse=True)
-def _slow_only_on_request(request: pytest.FixtureRequest) -> None:
-    """The `slow` variants run only when asked for (`-m slow`, or TRIMEM_SLOW=1), so the
-    default run of this file stays well under a minute."""
-    if (
-        request.node.get_closest_marker("slow") is not None
-        and not request.config.getoption("markexpr")
-        and os.environ.get("TRIMEM_SLOW") != "1"
-    ):
-        pytest.skip("slow variant: run with -m slow (or TRIMEM_SLOW=1)")
-
-
 posix_only = pytest.mark.skipif(
     not hasattr(os, "fork") or sys.platform == "win32", reason="kill -9 tests need fork and POSIX signals"
 )
@@ -418,6 +406,8 @@ def test_kill9_loop_fsync(zygote: Zygote, tmp_path: Path) -> None:
 
 @posix_only
 @pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_kill9_loop_fsync_1000(zygote: Zygote, tmp_path: Path) -> None:
     started = time.perf_counter()
     model = kill_loop(zygote, tmp_path, 1000, durability="fsync", seed=2)
@@ -429,6 +419,7 @@ def test_kill9_loop_fsync_1000(zygote: Zygote, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- 2. torn tail
 
 
+@pytest.mark.slow  # ~11 s: a reopen per byte offset, fsync-bound
 def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     n = 5
@@ -613,6 +604,8 @@ def test_bit_flips_are_detected(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_bit_flips_are_detected_many(tmp_path: Path) -> None:
     print(f"\n{dict(_bitflip_run(tmp_path, trials=5000, seed=8))}")
 
@@ -1039,6 +1032,8 @@ def test_stateful_against_a_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_stateful_against_a_model_long(tmp_path: Path) -> None:
     StoreMachine.base = tmp_path
     run_state_machine_as_test(
@@ -1394,6 +1389,8 @@ def test_kill9_loop_buffered(zygote: Zygote, tmp_path: Path) -> None:
 
 @posix_only
 @pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_kill9_loop_buffered_300(zygote: Zygote, tmp_path: Path) -> None:
     started = time.perf_counter()
     model = kill_loop(zygote, tmp_path, 300, durability="buffered", seed=4)
