@@ -3,25 +3,98 @@
 Each command is a subparser registered in :data:`COMMANDS` by a ``(name, add)`` pair, where
 ``add(subparsers)`` creates the subparser and sets ``func`` (taking the parsed namespace and
 returning an exit code) as its default. Add new commands (``demo``, ``eval``, ...) there.
+
+Errors never end in a traceback. A bad argument, whether argparse finds it or the command does
+(raising :class:`UsageError`), prints the command's usage line and ``error: ...`` and exits 2.
+An error trimem raises while a command runs (:class:`~trimem.errors.TrimemError`, or an
+``OSError``) prints ``trimem: error: ...`` and exits 1; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+from trimem.errors import TrimemError
+
+__all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
+
+# Namespace attributes the parsers set as defaults (never options of their own).
+_PARSER = "_trimem_parser"
+_CHECK = "_trimem_check"
+
+
+class UsageError(Exception):
+    """A bad command-line argument that only the command can see (a data folder that is not
+    there, a value the engine would refuse). :func:`main` reports it like argparse does, with
+    the command's usage line, and exits 2. Start the message with ``argument --x:`` when one
+    option is to blame."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the CLI: subparsers are made with the class of their parent. Each one
+    stores itself as a default; a subparser's defaults override its parent's, so after parsing
+    the namespace holds the innermost command's parser, whose usage line a :class:`UsageError`
+    is reported with."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_defaults(**{_PARSER: self})
+
+
+def _int(text: str, minimum: int) -> int:
+    try:
+        value = int(text.replace("_", ""))  # 1_000_000 reads like the docs write it
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _int(text, 1)
+
+
+def _count(text: str) -> int:
+    return _int(text, 0)
+
+
+def _existing_file(text: str) -> str:
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"file not found: {text!r}")
+    return text
+
+
+def _output_problem(text: str, *, make_parents: bool) -> str | None:
+    """Why ``text`` cannot become an output file, or None. Checked before a long run, which
+    would otherwise fail only when it writes its result."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return f"{text!r} is a folder; give a file path"
+    parent = path.parent
+    if not make_parents:
+        return None if parent.is_dir() else f"folder not found: {str(parent)!r}"
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return None if parent.is_dir() else f"cannot create a folder under {str(parent)!r}: it is not a folder"
+
+
+def _output_file(text: str) -> str:
+    """An output path whose missing folders the writer creates."""
+    problem = _output_problem(text, make_parents=True)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _fraction(text: str) -> float:
@@ -53,6 +126,20 @@ def _int_list(text: str) -> list[int]:
     if not values:
         raise argparse.ArgumentTypeError("expected comma-separated sizes, e.g. 10000,100000")
     return values
+
+
+def _systems(text: str) -> list[str]:
+    from trimem.bench.peers import GROUPS, SYSTEMS
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated systems or groups, e.g. trimem,hnswlib")
+    unknown = [n for n in names if n not in SYSTEMS and n not in GROUPS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown system {unknown[0]!r}; choose from: {', '.join([*SYSTEMS, *GROUPS])}"
+        )
+    return names
 
 
 def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,7 +192,9 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"interleaved timing rounds (default {FULL['repeats']}; with "
         "--gate-calibrate: rounds per gate measurement)",
     )
-    p.add_argument("--systems", metavar="LIST", help="comma-separated systems or groups to run (default: all)")
+    p.add_argument(
+        "--systems", type=_systems, metavar="LIST", help="comma-separated systems or groups to run (default: all)"
+    )
     p.add_argument(
         "--window",
         type=_fraction,
@@ -113,7 +202,7 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="F",
         help="share of records inside each query's time window, e.g. 0.1 or 10%% (default 0.1)",
     )
-    p.add_argument("--seed", type=int, default=None, help="dataset seed (default 0)")
+    p.add_argument("--seed", type=_count, default=None, help="dataset seed (default 0)")
     p.add_argument(
         "--vectors",
         choices=("clustered", "minilm"),
@@ -123,14 +212,20 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "cached on disk, the first 100k take ~10 min)",
     )
     p.add_argument(
-        "--threads", type=int, default=0, metavar="T", help="build threads for the indexes (default 0 = all cores)"
+        "--threads", type=_count, default=0, metavar="T", help="build threads for the indexes (default 0 = all cores)"
     )
-    p.add_argument("--json", metavar="PATH", help="also write the full report as JSON to PATH")
+    p.add_argument("--json", type=_output_file, metavar="PATH", help="also write the full report as JSON to PATH")
     p.add_argument(
-        "--plot", metavar="PATH", help="also draw latency vs N and recall vs latency as a PNG (needs matplotlib)"
+        "--plot",
+        type=_output_file,
+        metavar="PATH",
+        help="also draw latency vs N and recall vs latency as a PNG (needs matplotlib)",
     )
     p.add_argument(
-        "--from-json", metavar="PATH", help="do not measure: print (and with --plot, draw) a saved --json report"
+        "--from-json",
+        type=_existing_file,
+        metavar="PATH",
+        help="do not measure: print (and with --plot, draw) a saved --json report",
     )
     p.add_argument(
         "--allow-debug",
@@ -155,6 +250,7 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     g.add_argument(
         "--gate-calibrate",
+        type=_output_file,
         metavar="THRESHOLDS.json",
         help="measure the gate's ratios on this (quiet) machine and write "
         "thresholds = 1.5 x the median quiet ratio to THRESHOLDS.json; "
@@ -198,12 +294,16 @@ def _run_gate_cli(args: argparse.Namespace) -> int:
             + (["--vectors"] if args.vectors != "clustered" else [])
         )
         if extra:
-            print(
-                f"trimem bench --gate: {', '.join(extra)} cannot be combined with --gate "
-                "(sizes and ratios come from the thresholds file)",
-                file=sys.stderr,
+            raise UsageError(
+                f"argument --gate: {', '.join(extra)} cannot be combined with --gate "
+                "(sizes and ratios come from the thresholds file)"
             )
-            return 2
+        # The default file is relative to the repository root: outside it, say how to make one.
+        if not Path(args.gate).expanduser().is_file():
+            raise UsageError(
+                f"argument --gate: thresholds file {args.gate!r} not found; create it on a quiet machine "
+                f"with `python -m trimem bench --gate-calibrate {args.gate}`"
+            )
         return gate.run_gate(args.gate, show_progress=not args.no_progress, json_path=args.json)
     cfg = gate.GateConfig()
     overrides = {
@@ -250,35 +350,35 @@ def _run_gate_cli(args: argparse.Namespace) -> int:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from trimem.bench.compare import DebugBuildError, markdown, run
+    from trimem.bench.compare import DebugBuildError, K, markdown, run
 
     if args.gate is not None or args.gate_calibrate is not None:
         return _run_gate_cli(args)
     if args.from_json is not None:
-        import json
-        from pathlib import Path
-
         try:
-            report = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
-            print(markdown(report))
-            if args.plot:
+            report = json.loads(Path(args.from_json).expanduser().read_text(encoding="utf-8"))
+            table = markdown(report)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"argument --from-json: {args.from_json!r} is not a saved --json report ({exc})") from None
+        print(table)
+        if args.plot:
+            try:
                 from trimem.bench.plot import plot
 
                 print(f"wrote {plot(report, args.plot)}", file=sys.stderr)
-        except ImportError as exc:
-            print(f"trimem bench: {exc}", file=sys.stderr)
-            return 2
-        except (OSError, ValueError, KeyError) as exc:
-            print(f"trimem bench: cannot use {args.from_json}: {exc}", file=sys.stderr)
-            return 2
+            except ImportError as exc:
+                raise UsageError(str(exc)) from None
         return 0
-    systems = args.systems.split(",") if args.systems else None
+    for size in args.scale or ([] if args.n is None else [args.n]):
+        if size < K:
+            option = "--scale" if args.scale else "--n"
+            raise UsageError(f"argument {option}: needs at least {K} records (recall@{K} is measured), got {size}")
     try:
         run(
             args.n,
             args.dim,
             quick=args.quick,
-            systems=systems,
+            systems=args.systems,
             repeats=args.repeats,
             seed=0 if args.seed is None else args.seed,
             json_path=args.json,
@@ -292,14 +392,15 @@ def _run_bench(args: argparse.Namespace) -> int:
             vectors=args.vectors,
         )
     except DebugBuildError as exc:
-        print(f"trimem bench: {exc}", file=sys.stderr)
+        print(f"trimem bench: error: {exc}", file=sys.stderr)
         return 2
     except ImportError as exc:  # --plot without matplotlib (checked before measuring)
-        print(f"trimem bench: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"trimem bench: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None  # it names --plot and the package
+    except ValueError as exc:  # values run() refuses, e.g. a --dim too small for the dataset's clusters
+        raise UsageError(str(exc)) from None
+    except RuntimeError as exc:  # no selected system could be built here
+        print(f"trimem bench: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -307,6 +408,71 @@ def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from trimem.bench.evaluate import add_parser
 
     add_parser(sub)
+    sub.choices["eval"].set_defaults(**{_CHECK: _check_eval})
+
+
+def _check_eval(args: argparse.Namespace) -> None:
+    """What ``eval``'s options cannot check alone, before anything is loaded or embedded:
+    numbers are in range, --json can be written (the run writes it last), the data are there."""
+    from trimem.bench.evaluate import _data_path, _modes
+
+    locomo = args.dataset == "locomo"
+    if locomo:
+        at_least = {"--time-slack": (args.time_slack, 0), "--context": (args.context, 0)}
+        at_least["--vector-context"] = (args.vector_context, 0)
+    else:
+        at_least = {"--max-docs": (args.max_docs, 1), "--max-queries": (args.max_queries, 1)}
+    at_least["--window"] = (args.window, 1)
+    for option, (value, minimum) in at_least.items():
+        if value is not None and value < minimum:
+            raise UsageError(f"argument {option}: must be at least {minimum}, got {value}")
+    if not (math.isfinite(args.rrf_k) and args.rrf_k >= 0):
+        raise UsageError(f"argument --rrf-k: must be a finite number >= 0, got {args.rrf_k}")
+    if not all(math.isfinite(w) for w in args.weights):
+        raise UsageError(f"argument --weights: must be finite numbers, got {args.weights}")
+    try:
+        _modes(args.modes)
+    except ValueError as exc:
+        raise UsageError(f"argument --modes: {exc}") from None
+    if args.json:
+        problem = _output_problem(args.json, make_parents=False)
+        if problem is not None:
+            raise UsageError(f"argument --json: {problem}")
+
+    path = _data_path(args.data, "locomo10.json" if locomo else "scifact")
+    where = "" if args.data else " (the default; pass --data or set $TRIMEM_DATA)"
+    if locomo:
+        if path.is_dir():
+            raise UsageError(f"argument --data: {str(path)!r} is a folder; LoCoMo is one file, locomo10.json")
+        if not path.is_file():
+            raise UsageError(f"argument --data: LoCoMo file not found: {str(path)!r}{where}")
+        _check_locomo(path, args.conversations)
+    else:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"argument --data: {str(path)!r} is not a folder; SciFact is the scifact folder")
+        if not path.is_dir():
+            raise UsageError(f"argument --data: SciFact folder not found: {str(path)!r}{where}")
+        missing = [n for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv") if not (path / n).is_file()]
+        if missing:
+            raise UsageError(f"argument --data: {str(path)!r} is not the SciFact folder: no {', '.join(missing)}")
+
+
+def _check_locomo(path: Path, conversations: str | None) -> None:
+    """The file is LoCoMo's (a list of samples with ids), and holds the --conversations asked."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        ids = [str(sample["sample_id"]) for sample in raw]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"argument --data: {str(path)!r} is not LoCoMo's locomo10.json ({exc})") from None
+    if conversations is not None:
+        wanted = [c.strip() for c in conversations.split(",") if c.strip()]
+        if not wanted:
+            raise UsageError("argument --conversations: expected comma-separated sample ids, e.g. conv-26,conv-30")
+        unknown = [c for c in wanted if c not in ids]
+        if unknown:
+            raise UsageError(
+                f"argument --conversations: not in {path.name}: {', '.join(unknown)} (it has {', '.join(ids)})"
+            )
 
 
 # --------------------------------------------------------------------------
@@ -321,7 +487,7 @@ COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction[argparse.Argument
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="python -m trimem",
         description="trimem: fast embedded three-layer memory for LLM agents.",
     )
@@ -337,8 +503,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    # parse_known_args, so that a stray option is reported with its own command's usage line
+    args, extra = parser.parse_known_args(argv)
+    command: argparse.ArgumentParser = getattr(args, _PARSER, parser)
+    if extra:
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        check: Callable[[argparse.Namespace], None] | None = getattr(args, _CHECK, None)
+        if check is not None:
+            check(args)
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        # argparse's error() without its sys.exit: main() returns the status, as for any failure
+        command.print_usage(sys.stderr)
+        print(f"{command.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except TrimemError as exc:
+        print(f"trimem: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader left (`... | head`): point stdout at /dev/null so the flush at exit
+        # does not fail again, and stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        print(f"trimem: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("trimem: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
