@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 import time
+import unicodedata
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from trimem.cli import UsageError
+from trimem.errors import EmbedderMismatchError, StoreIOError
 from trimem.memory import Memory
+from trimem.records import Scored
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)  # a fixed "now" keeps the demo reproducible
 USER = "alice"
@@ -92,6 +97,37 @@ def ingest(mem: Memory) -> None:
     mem.knowledge.add_many([dict(text=t, source=src, timestamp=_at(days)) for t, src, days in KNOWLEDGE])
 
 
+def _wide(ch: str) -> bool:
+    """A character of a script written without spaces (CJK): each one ends a word."""
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def preview(text: str, width: int = 60) -> str:
+    """``text`` on one line in at most ``width`` characters: when it is longer, cut at the last
+    word boundary that fits and end with "…". Between two wide (CJK) characters is a boundary,
+    so Chinese is cut between characters; one long word is cut where it must be."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    room = max(1, width - 1)  # the ellipsis takes the last place
+    cut = room
+    for i in range(room, room // 2, -1):  # keep at least half the width
+        a, b = flat[i - 1], flat[i]
+        if a.isspace() or b.isspace() or _wide(a) or _wide(b):
+            cut = i
+            break
+    kept = flat[:cut].rstrip(" .,;:-–—。，、；：")
+    return (kept or flat[:cut]) + "…"
+
+
+def _signals(s: Scored) -> str:
+    """The fused score and each leg's own score; "-" where a leg did not find the item (a
+    missing leg is not a zero)."""
+    bm25 = "-" if s.bm25 is None else f"{s.bm25:.2f}"
+    cos = "-" if s.cosine is None else f"{s.cosine:.2f}"
+    return f"score={s.score:.4f} bm25={bm25} cos={cos}"
+
+
 def _print_bundle(mem: Memory, question: str) -> None:
     b = mem.recall(question, user_id=USER, session_id="s-today", now=NOW, k=3)
     print(f"\n### {question}")
@@ -106,30 +142,54 @@ def _print_bundle(mem: Memory, question: str) -> None:
     for f in b.profile:
         print(f"  profile  {f.key} = {f.value}")
     for r in b.episodes:
-        e, s = r.episode, r.scored
-        print(f"  episode  {e.text[:70]!r}  score={s.score:.4f} bm25={s.bm25 or 0:.2f} cos={s.cosine or 0:.2f}")
+        s = r.scored
+        found = s.bm25 is not None or s.cosine is not None  # else recalled only as a fact's source
+        how = [_signals(s)] if found else []
+        if r.via_fact is not None:
+            how.append(f"via fact {r.via_fact}")
+        print(f"  episode  {preview(r.episode.text, 70)!r}  {'  '.join(how)}")
     for k in b.knowledge:
-        print(f"  knowledge [{k.doc.source}] {k.doc.text[:60]!r}")
+        print(f"  knowledge [{k.doc.source}] {preview(k.doc.text, 60)!r}")
     print("  timings (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in b.timings.items()))
     print("  --- rendered context (max 200 tokens) ---")
     for line in b.render(max_tokens=200).splitlines():
         print("  " + line)
 
 
+def _open(path: str, embedder: str) -> Memory:
+    """The demo's store; a --path or --embedder that cannot work is a usage error."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise UsageError(f"argument --path: {path!r} exists and is not a folder")
+    try:
+        return Memory(path, embedder=embedder)
+    except StoreIOError as exc:
+        raise UsageError(f"argument --path: {exc}") from None
+    except EmbedderMismatchError as exc:
+        raise UsageError(
+            f"argument --embedder: {exc}. Run the demo with the --embedder it was built with, or another --path"
+        ) from None
+
+
 def run(path: str, embedder: str) -> int:
     t0 = time.perf_counter()
-    with Memory(path, embedder=embedder) as mem:
+    mem = _open(path, embedder)
+    open_ms = (time.perf_counter() - t0) * 1e3
+    with mem:
+        name = mem.embedder.name if mem.embedder is not None else "none"
+        if mem.embedder is not None:
+            # The model loads on its first call; made here, so no query's "embed" timing pays for it.
+            t = time.perf_counter()
+            mem.embedder(["warm-up"])
+            print(f"embedder {name}: model load {(time.perf_counter() - t) * 1e3:.0f} ms")
         if mem.stats()["episodes"] == 0:
+            t = time.perf_counter()
             ingest(mem)
             print(
                 f"ingested {len(CONVERSATION)} episodes and {len(KNOWLEDGE)} documents into {path!r} "
-                f"in {(time.perf_counter() - t0) * 1e3:.0f} ms (embedder: {mem.embedder and mem.embedder.name})"
+                f"in {(time.perf_counter() - t) * 1e3:.0f} ms (run again to reopen it)"
             )
         else:
-            print(
-                f"reopened {path!r} in {(time.perf_counter() - t0) * 1e3:.0f} ms: {mem.stats()['episodes']} "
-                f"episodes (embedder: {mem.embedder and mem.embedder.name})"
-            )
+            print(f"reopened {path!r} in {open_ms:.0f} ms: {mem.stats()['episodes']} episodes")
         changes = mem.reflect(user_id=USER)
         for c in changes:
             print(f"reflect: {c.op} {c.key} = {c.value!r} (was {c.old_value!r}) from episodes {c.source}")
@@ -150,5 +210,11 @@ def run(path: str, embedder: str) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="build a small embedded store in a folder and show recall", description=__doc__)
     p.add_argument("--path", default="./trimem-demo", help="store folder (default ./trimem-demo)")
-    p.add_argument("--embedder", default="auto", help="auto (default), minilm or hashing")
+    p.add_argument(
+        "--embedder",
+        default="auto",
+        choices=("auto", "minilm", "hashing"),
+        help="auto (default: minilm when installed, else hashing), minilm or hashing; a folder keeps "
+        "the embedder it was built with",
+    )
     p.set_defaults(func=lambda a: run(a.path, a.embedder))
