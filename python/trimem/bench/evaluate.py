@@ -215,6 +215,73 @@ def ndcg_at_k(ranked: Sequence[Any], gains: Mapping[Any, float], k: int = 10) ->
     return dcg / idcg if idcg > 0 else 0.0
 
 
+# ============================================================================ progress
+
+PROGRESS_EVERY_S = 5.0  # seconds between two plain progress lines
+
+
+class _Meter:
+    """Progress of one long step on ``stream``: a tqdm bar when tqdm is installed and the stream
+    is a terminal; otherwise (a log file, CI) a plain line at most every
+    :data:`PROGRESS_EVERY_S` seconds, and a closing one when the last did not show the end. A
+    short step stays quiet and a long one is never silent. ``stream=None`` shows nothing."""
+
+    def __init__(self, stream: TextIO | None, desc: str, total: int, unit: str) -> None:
+        self._stream, self._desc, self._total, self._unit = stream, desc, total, unit
+        self._done = 0
+        self._t0 = self._last = time.perf_counter()
+        self._shown = 0  # items done at the last plain line; 0: none printed
+        self._bar: Any = None
+        if stream is not None and _is_terminal(stream):
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                pass
+            else:
+                self._bar = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False, dynamic_ncols=True)
+
+    def __enter__(self) -> _Meter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def update(self, n: int = 1) -> None:
+        self._done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        now = time.perf_counter()
+        if self._stream is not None and now - self._last >= PROGRESS_EVERY_S:
+            self._last = now
+            self._shown = self._done
+            pct = 100 * self._done / self._total if self._total else 100.0
+            print(
+                f"{self._desc}: {self._done}/{self._total} {self._unit} ({pct:.0f}%, {now - self._t0:.0f}s)",
+                file=self._stream,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._stream is not None and 0 < self._shown < self._done:
+            self._shown = self._done
+            print(
+                f"{self._desc}: {self._done}/{self._total} {self._unit} in {time.perf_counter() - self._t0:.1f}s",
+                file=self._stream,
+                flush=True,
+            )
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 # ============================================================================ embeddings
 
 
@@ -227,12 +294,14 @@ def default_cache_dir() -> Path:
 class EmbeddingCache:
     """An embedder with an on-disk, per-text cache (``<dir>/eval-<name>.{npy,json}``).
 
-    Rows are keyed by a SHA-256 of the text; new texts are embedded in one batch and appended.
-    ``directory=None`` disables the disk cache. A cache that cannot be read or written is ignored.
+    Rows are keyed by a SHA-256 of the text; new texts are embedded and appended, with progress
+    on ``progress`` (``None``: quiet). ``directory=None`` disables the disk cache. A cache that
+    cannot be read or written is ignored.
     """
 
-    def __init__(self, embedder: Any, directory: Path | None) -> None:
+    def __init__(self, embedder: Any, directory: Path | None, *, progress: TextIO | None = sys.stderr) -> None:
         self.embedder = embedder
+        self.progress = progress
         self.dim = int(embedder.dim)
         self.name = str(embedder.name)
         self._dir = directory
@@ -282,14 +351,14 @@ class EmbeddingCache:
         except OSError:
             pass
 
-    def __call__(self, texts: Sequence[str]) -> Vectors:
+    def __call__(self, texts: Sequence[str], *, desc: str = "embedding") -> Vectors:
         keys = [self._key(t) for t in texts]
         missing: dict[str, str] = {}
         for k, t in zip(keys, texts):
             if k not in self._rows and k not in missing:
                 missing[k] = t
         if missing:
-            new = np.asarray(self.embedder(list(missing.values())), dtype=np.float32)
+            new = self._embed(list(missing.values()), desc)
             base = len(self._rows)
             for i, k in enumerate(missing):
                 self._rows[k] = base + i
@@ -299,14 +368,31 @@ class EmbeddingCache:
             return np.empty((0, self.dim), dtype=np.float32)
         return np.ascontiguousarray(self._data[[self._rows[k] for k in keys]])
 
+    def _embed(self, texts: list[str], desc: str) -> Vectors:
+        """``texts`` embedded one batch per call, so progress can be shown while a large set
+        takes minutes. MiniLM sorts a call's texts by length and runs them in batches of
+        ``batch_size``; feeding it the length-sorted texts one batch at a time gives it the very
+        batches of a single call, so the vectors do not depend on the chunking."""
+        step = max(1, int(getattr(self.embedder, "batch_size", 64)))
+        if len(texts) <= step:
+            return np.asarray(self.embedder(texts), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with _Meter(self.progress, f"{desc} with {self.name}", len(texts), "texts") as meter:
+            for start in range(0, len(order), step):
+                chunk = order[start : start + step]
+                out[chunk] = np.asarray(self.embedder([texts[i] for i in chunk]), dtype=np.float32)
+                meter.update(len(chunk))
+        return out
 
-def _make_embedder(spec: str, cache_dir: Path | None) -> EmbeddingCache:
+
+def _make_embedder(spec: str, cache_dir: Path | None, progress: TextIO | None) -> EmbeddingCache:
     from trimem.embedders import resolve_embedder
 
     emb = resolve_embedder(spec)
     if emb is None:
         raise ValueError("an embedder is needed for the vector and hybrid runs")
-    return EmbeddingCache(emb, cache_dir)
+    return EmbeddingCache(emb, cache_dir, progress=progress)
 
 
 # ============================================================================ LoCoMo data
@@ -515,7 +601,8 @@ def evaluate_locomo(
     say = _progress(progress)
     t0 = time.perf_counter()
     convs = load_locomo(path, conversations)
-    emb = _make_embedder(embedder, cache_dir)
+    emb = _make_embedder(embedder, cache_dir, progress)
+    say(f"locomo: {len(convs)} conversations; embedding with {emb.name}")
     rewriter = RuleRewriter()
     kmax = max(LOCOMO_KS)
     # per mode, per category: summed recall for each k, and question counts
@@ -528,7 +615,11 @@ def evaluate_locomo(
         index = _new_index(emb.dim, settings)
         need_vectors = any(m != "bm25" for m in modes)
         vector_context = settings.context if settings.vector_context is None else settings.vector_context
-        doc_vecs = emb(conv.texts(vector_context, settings.vector_text)) if need_vectors else None
+        doc_vecs = (
+            emb(conv.texts(vector_context, settings.vector_text), desc=f"{conv.sample_id}: embedding turns")
+            if need_vectors
+            else None
+        )
         index.add(
             ids=np.asarray(conv.ids, dtype=np.uint64),
             texts=conv.texts(settings.context, "record"),
@@ -540,7 +631,7 @@ def evaluate_locomo(
         pairs = list(zip(conv.questions, intents))
         bm25_texts = [i.text if settings.bm25_query == "rewritten" else q.question for q, i in pairs]
         vec_texts = [i.text if settings.vector_query == "rewritten" else q.question for q, i in pairs]
-        q_vecs = emb(vec_texts) if need_vectors else None
+        q_vecs = emb(vec_texts, desc=f"{conv.sample_id}: embedding questions") if need_vectors else None
         conv_r10: dict[str, list[float]] = {m: [] for m in modes}
         for qi, (q, intent) in enumerate(zip(conv.questions, intents)):
             tr = _time_range(intent, settings)
@@ -678,13 +769,13 @@ def evaluate_scifact(
     t0 = time.perf_counter()
     data = load_scifact(directory, max_docs=max_docs, max_queries=max_queries)
     need_vectors = any(m != "bm25" for m in modes)
-    emb = _make_embedder(embedder, cache_dir)
+    emb = _make_embedder(embedder, cache_dir, progress)
     say(f"scifact: {len(data.texts)} documents, {len(data.queries)} queries; embedding with {emb.name}")
     te = time.perf_counter()
-    doc_vecs = emb(list(data.texts)) if need_vectors else None
+    doc_vecs = emb(list(data.texts), desc="scifact: embedding documents") if need_vectors else None
     qids = list(data.queries)
-    q_vecs = emb([data.queries[q] for q in qids]) if need_vectors else None
-    say(f"scifact: embeddings ready ({time.perf_counter() - te:.1f}s)")
+    q_vecs = emb([data.queries[q] for q in qids], desc="scifact: embedding queries") if need_vectors else None
+    say(f"scifact: embeddings ready ({time.perf_counter() - te:.1f}s); indexing {len(data.doc_ids)} documents")
     index = _new_index(emb.dim, settings)
     index.add(
         ids=np.arange(len(data.doc_ids), dtype=np.uint64),
@@ -696,11 +787,13 @@ def evaluate_scifact(
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         nd, rc = [], []
-        for qi, q in enumerate(qids):
-            vec = None if q_vecs is None else q_vecs[qi]
-            ranked = [data.doc_ids[i] for i in _search(index, mode, data.queries[q], vec, SCIFACT_K, settings)]
-            nd.append(ndcg_at_k(ranked, data.qrels[q], 10))
-            rc.append(recall_at_k(ranked, data.qrels[q], SCIFACT_K))
+        with _Meter(progress, f"scifact {mode}: searching", len(qids), "queries") as meter:
+            for qi, q in enumerate(qids):
+                vec = None if q_vecs is None else q_vecs[qi]
+                ranked = [data.doc_ids[i] for i in _search(index, mode, data.queries[q], vec, SCIFACT_K, settings)]
+                nd.append(ndcg_at_k(ranked, data.qrels[q], 10))
+                rc.append(recall_at_k(ranked, data.qrels[q], SCIFACT_K))
+                meter.update()
         results[mode] = {
             "n": float(len(qids)),
             "ndcg@10": float(np.mean(nd)) if nd else 0.0,
@@ -885,7 +978,7 @@ def _common(p: argparse.ArgumentParser, d: Settings) -> None:
     )
     stop.add_argument("--no-stopwords", dest="stopwords", action="store_false", help="keep stop words")
     p.add_argument("--no-cache", action="store_true", help="do not cache embeddings on disk")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress on stderr")
 
 
 def _settings_from(args: argparse.Namespace, base: Settings) -> Settings:
