@@ -51,7 +51,8 @@ from typing import Any, Final
 import msgspec
 
 from trimem.errors import GraphExtractionError, InvalidArgumentError, StoreCorruptedError, StoreVersionError
-from trimem.reflect import CJK_RANGE, prepare_text
+from trimem.text.script import HAN_RANGE as CJK_RANGE
+from trimem.text.script import prepare_text
 from trimem.timeutil import TimeLike, from_micros, to_micros
 
 __all__ = [

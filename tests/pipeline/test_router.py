@@ -7,7 +7,8 @@ from __future__ import annotations
 import doctest
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -15,8 +16,17 @@ import pytest
 
 from trimem import router
 from trimem.errors import InvalidArgumentError, TrimemError
-from trimem.reflect import RuleExtractor
+from trimem.reflect import Proposal, RuleExtractor
 from trimem.router import KINDS, LAYERS, Classifier, LLMRouter, Route, RouterError, RuleRouter, route
+
+
+@dataclass(frozen=True)
+class Ep:
+    text: str
+    id: int = 1
+    role: str = "user"
+    timestamp: int = 0
+
 
 # (text, layer, kind, key, value); key and value are checked for facts only
 Row = tuple[str, str, str, str | None, str | None]
@@ -91,7 +101,8 @@ CHINESE: list[Row] = [
     ("备份数据库的方法是运行 pg_dump", "semantic", "knowledge", None, None),
     ("一定要先备份再迁移", "semantic", "knowledge", None, None),
     ("团队决定下周发布新版本", "semantic", "knowledge", None, None),
-    ("我主要用Python", "semantic", "knowledge", None, None),
+    ("我主要用Python", "semantic", "fact", "primary_language", "Python"),
+    ("我习惯用空格缩进", "semantic", "knowledge", None, None),
     ("我是后端工程师", "semantic", "knowledge", None, None),
     # episodic
     ("昨天我把服务部署到了生产环境", "episodic", "episode", None, None),
@@ -190,7 +201,7 @@ def test_reasons_say_why() -> None:
         ("我的手机号是 13800000000", "phone", "13800000000"),
         ("我的生日是 5月3日", "birthday", "5月3日"),
         ("数据库为 MySQL", "database", "MySQL"),
-        ("我们决定用 Postgres 作为主数据库", "database", "Postgres"),
+        ("我们决定用 Postgres 作为主数据库", "database", "PostgreSQL"),  # product casing, as reflect writes it
     ],
 )
 def test_fact_key_value(text: str, key: str, value: str) -> None:
@@ -223,14 +234,27 @@ def test_aliases_name_keys() -> None:
         RuleRouter(aliases={"x": "Not A Key!"})
 
 
-def test_extractor_refines_preferences_into_facts() -> None:
-    assert route("I use Neovim").kind == "knowledge"  # default: fast rules, no key named
-    rr = RuleRouter(extractor=RuleExtractor())
-    r = rr("I use Neovim")
-    assert (r.layer, r.kind, r.key, r.value) == ("semantic", "fact", "editor", "Neovim")
-    assert "extractor" in r.reason
-    d = rr("We decided to use PostgreSQL")
-    assert (d.kind, d.key, d.value) == ("fact", "database", "PostgreSQL")
+def test_statements_reflect_reads_are_facts_with_reflects_key_and_value() -> None:
+    """One reading: what reflect extracts from a statement, the router files as that fact."""
+    extract = RuleExtractor()
+    for text in ["I use Neovim", "We decided to use PostgreSQL", "switch my main language to Rust", "I live in Lisbon"]:
+        (p,) = extract([Ep(text)], {})
+        r = route(text)
+        assert (r.layer, r.kind, r.key, r.value) == ("semantic", "fact", p.key, p.value), text
+
+
+def test_extractor_refines_preferences_the_rules_cannot_key() -> None:
+    assert route("I prefer dark mode").kind == "knowledge"  # no key the rules can read
+    seen: list[str] = []
+
+    def extractor(episodes: Sequence[Any], current: Mapping[str, str]) -> list[Proposal]:
+        seen.extend(e.text for e in episodes)
+        return [Proposal("set", "theme", "dark", [0], episodes[0].text)]
+
+    r = RuleRouter(extractor=extractor)("I prefer dark mode")
+    assert (r.layer, r.kind, r.key, r.value) == ("semantic", "fact", "theme", "dark")
+    assert "extractor" in r.reason and seen == ["I prefer dark mode"]
+    assert RuleRouter(extractor=extractor)("I use Neovim").key == "editor"  # the rules' reading first
 
 
 @pytest.mark.parametrize(

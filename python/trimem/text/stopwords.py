@@ -1,0 +1,91 @@
+"""Stopword lists, each for one job: the words a query search drops, the Chinese filler cut out
+of a query's character runs (and the words that merely contain a filler character), the words that
+end a short noun phrase, the capitalised words that are no names, and the Chinese function
+characters that end a phrase.
+
+>>> "the" in QUERY_STOPWORDS, "docker" in QUERY_STOPWORDS, "帮我" in ZH_QUERY_FILLER, "使用" in ZH_QUERY_KEEP
+(True, False, True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CAPITALISED_STOPWORDS",
+    "PHRASE_STOPWORDS",
+    "QUERY_STOPWORDS",
+    "ZH_PHRASE_BREAKS",
+    "ZH_QUERY_FILLER",
+    "ZH_QUERY_KEEP",
+]
+
+# Function words, instruction verbs and vague nouns: what a keyword query of a request leaves out.
+QUERY_STOPWORDS: Final = frozenset(
+    """
+    a an the this that these those some any each every all both either neither no none one ones
+    i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his she
+    her hers it its itself they them their theirs themselves
+    am is are was were be been being do does did doing done have has had having will would shall
+    should can could may might must ought s t d ll m re ve don doesn didn isn aren wasn weren hasn
+    haven hadn won wouldn shouldn couldn mustn needn
+    what which who whom whose when where why how whether
+    about above across after against along among around as at before behind below beneath beside
+    between beyond by during for from in inside into near of off on onto out over since through to
+    toward towards under until till up upon via with within without
+    and or but nor so yet if then than because while though although also just only too very
+    really actually again ever still even much more most other such same own there here now
+    please pls plz kindly thanks thank hi hello hey ok okay
+    help tell show give write make create generate produce draft let know remind recall remember
+    find look search get need want like say said mention mentioned talk talked discuss discussed
+    ask asked use used using
+    ago recently lately earlier previously
+    something anything thing things stuff usual usually normal normally typical typically regular
+    """.split()
+)
+# Chinese filler, cut out of a query's CJK runs by forward maximum matching.
+ZH_QUERY_FILLER: Final = frozenset(
+    """
+    帮我们写 帮我写 给我写 替我写 请写 写一个 写个 写一段 写一份 请帮我 帮我们 帮我 帮忙 麻烦你 麻烦
+    请问 请 劳驾 你好 谢谢 一下 给我 告诉我 我想知道 想知道 我想 我要 查 查查 看看 看一下 记得 还记得
+    记不记得 提到 提到过 提过 说过 聊过 用过
+    我们的 我的 你的 我们 你们 我 你 能不能 可不可以 可以 能否 能 是不是 是否 有没有
+    吗 呢 吧 啊 呀 哦 嘛 什么 啥 哪个 哪些 哪一个 哪里 哪儿 哪 怎么样 怎么 怎样 如何 为什么 为何 多少
+    用的是 用的 的是 就是 还是 但是 可是 是 的 了 和 与 及 或 或者 以及 把 被 在 里 里面 按 按照
+    一个 一份 一段 这个 那个 这些 那些 平常 平时 通常 一般
+    现在 之前 以前 当时 那时 时候 上次 那次 这次
+    """.split()
+)
+# Common words that contain a filler character (正在, 请求, 了解 …): kept whole.
+ZH_QUERY_KEEP: Final = frozenset(
+    """
+    正在 存在 在线 所在 实在 在于 请求 申请 邀请 了解 除了 目的 的确 总是 只是 于是 凡是 自我
+    公里 里程 按钮 按键 和平 总和 参与 涉及 普及 及时 把握 使用 调用 采用 应用 费用 常用 作用 引用
+    通用 可用 有用 实用 专用 信用 性能 功能 能力 可能 智能 能源 技能 检查 查询 调查 审查 排查
+    """.split()
+)
+
+# Words that end (or cannot start) a short English noun-phrase object ("uses Redis for caching").
+PHRASE_STOPWORDS: Final = frozenset(
+    "for as in on at with to from by of over than and or but nor so because since when while if then "
+    "now too also very really just it its them this that these those which who whom what there here "
+    "me you him her us they we i he she not no more most much many some any every each all both "
+    "either neither one ones thing things stuff way lot lots bit today tomorrow yesterday always "
+    "never often daily instead anymore again well better best is are was were be been being have "
+    "has had do does did will would can could should may might must get got make made into onto "
+    "about after before during until via per port ports years months weeks days hours minutes".split()
+)
+# Capitalised words that start sentences or are function words: never a name on their own.
+CAPITALISED_STOPWORDS: Final = frozenset(
+    w.casefold()
+    for w in "I A An The This That These Those It Its We Our Ours You Your He She They Their His Her "
+    "My Me Us Them Let Lets Please Thanks Thank Hi Hello Hey Dear Yes No Not OK Okay So But And Or "
+    "Nor If When While Then Also Just Now Today Yesterday Tomorrow Tonight Here There What Why How "
+    "Where Who Which Whose Can Could Would Should Will Shall May Might Must Do Does Did Is Are Was "
+    "Were Be Been Has Have Had After Before Since Because Maybe Sure Great Good Nice Note Update "
+    "FYI BTW TODO FIXME NB PS Re Monday Tuesday Wednesday Thursday Friday Saturday Sunday January "
+    "February March April June July August September October November December Mr Mrs Ms Dr".split()
+)
+
+# Chinese runs (a subject or object with no delimiter) end at these function characters.
+ZH_PHRASE_BREAKS: Final = frozenset("的了和与跟及或、来做当吧呢啊吗也都还就很上里中时这那但而并等在把被给对向从为")
