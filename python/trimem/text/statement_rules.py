@@ -206,7 +206,8 @@ RULES: Final = [
     ),
     _r(
         "use_as_my",
-        r"\b(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+)?(?:use|using)\s+(?P<value>.+?)\s+as\s+"
+        # "use Redis for caching and PostgreSQL as the main database": the last item is the value
+        r"\b(?:i(?:'ll|\s+will)\s+|we(?:'ll|\s+will)\s+)?(?:use|using)\s+(?:.*?\s+and\s+)?(?P<value>.+?)\s+as\s+"
         + _DET
         + r"(?P<key>.+)$",
         "change",
