@@ -496,6 +496,34 @@ def test_keys_key_names_come_from_alias_values_and_longest_alias_wins() -> None:
     assert rewrite("the database", aliases={}).keys == []
 
 
+@pytest.mark.parametrize(
+    ("query", "keys"),
+    [
+        ("连接到我们定下来的数据库", ["database"]),
+        ("我的编辑器配置放在哪里", ["editor"]),
+        ("which IDE and which DB do I use", ["editor", "database"]),
+        ("what is my OS", ["target_os"]),
+        ("用我的主力语言写个脚本", ["primary_language"]),
+    ],
+)
+def test_keys_through_the_key_phrase_table_in_both_languages(query: str, keys: list[str]) -> None:
+    """A Chinese request finds an English-keyed fact: the rewriter reads keys through the same
+    key-phrase table reflect keys facts with (only keys the caller knows)."""
+    known = {k: [k] for k in ["database", "editor", "target_os", "primary_language"]}
+    assert rewrite(query, aliases=known).keys == keys
+    assert rewrite(query, aliases={}).keys == []
+
+
+def test_recall_brings_an_english_keyed_fact_to_a_chinese_request() -> None:
+    from trimem import Memory
+
+    mem = Memory(embedder=None)
+    mem.facts.set("database", "PostgreSQL", user_id="u1")
+    bundle = mem.recall("连接到我们定下来的数据库", user_id="u1")
+    assert bundle.intent.keys == ["database"]
+    assert [(f.key, f.value) for f in bundle.profile] == [("database", "PostgreSQL")]
+
+
 # ------------------------------------------------------------------------------ LLM rewriter
 
 

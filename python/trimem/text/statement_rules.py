@@ -4,6 +4,11 @@ preferences ("I use X", "我主要用X"), changes ("switch X to Y", "把X改成Y
 to use X as Y", "决定采用X作为Y"), negations ("I no longer use X", "不再使用X") and forgetting
 ("forget my X"); and the shapes of a short note ("Deadline: 2026-12-01", "The API base URL is
 https://x", "call me Ana", "端口是 6379") that apply when no statement shape does.
+
+>>> [r.name for r in RULES if r.pattern.search("switch my main language to Rust")]
+['switch_key_to']
+>>> subject_of("we decided to use X"), subject_of("我的邮箱是 a@b.com"), subject_of("Deadline: Friday")
+('team', 'user', None)
 """
 
 from __future__ import annotations
@@ -415,7 +420,7 @@ NAME_ZH: Final = re.compile(r"^(?:我叫|叫我|我的名字叫)(?P<value>[^,;�
 # "the X is Y", "this X is Y", "the team's X is Y": a fact when Y looks like a value (a URL, a
 # name, a number) or the owner is named; "the build is green" describes.
 THE_KEY_IS: Final = re.compile(
-    r"^(?P<det>the|this|(?:the\s+)?(?:user|team|project|company)'s)\s+"
+    r"^(?P<det>(?:the\s+)?(?:user|team|project|company)'s|the|this)\s+"
     r"(?P<key>[a-z][\w '&./-]{0,40}?)\s+"
     r"(?:is|are|=|is\s+now|will\s+be|has\s+(?:been\s+)?changed\s+to|(?:was\s+)?changed\s+to)\s+"
     r"(?P<value>.+)$",

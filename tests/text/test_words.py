@@ -1,0 +1,31 @@
+"""A request's keywords: stopwords and filler out, identifiers whole, instructions masked."""
+
+from __future__ import annotations
+
+from trimem.text.words import instruction_spans, keywords, mask, trim_punctuation
+
+
+def test_keywords() -> None:
+    assert keywords("Which port did ERR_CONNECTION_REFUSED hit on node.js:8080?", lowercase=True) == [
+        "port",
+        "err_connection_refused",
+        "hit",
+        "node.js:8080",
+    ]
+    assert keywords("请帮我看一下Docker的端口", lowercase=False) == ["Docker", "端口"]
+    assert keywords("我正在使用的服务", lowercase=False) == ["正在使用", "服务"]  # kept words stay whole
+    assert keywords("the the THE", lowercase=True) == []
+
+
+def test_instructions_are_masked() -> None:
+    text = "write me a quick script that reads the Nginx log"
+    spans = instruction_spans(text)
+    assert [text[a:b] for a, b in spans] == ["write me a quick script"]
+    assert keywords(mask(text, spans), lowercase=True) == ["reads", "nginx", "log"]
+    zh = "帮我写一个脚本读取日志"
+    assert keywords(mask(zh, instruction_spans(zh)), lowercase=False) == ["读取日志"]
+    assert len(mask(text, spans)) == len(text)
+
+
+def test_trim_punctuation() -> None:
+    assert trim_punctuation("？？ what  now ！") == "what now"
