@@ -6,6 +6,9 @@
 //! (forgotten text does not linger in memory) and the buffer is compacted once more of it is
 //! dead than alive.
 
+/// Most bytes one text or one payload may hold: a span records their lengths in 32 bits.
+pub const MAX_FIELD_BYTES: usize = u32::MAX as usize;
+
 #[derive(Clone, Copy, Default)]
 struct Span {
     at: u64,

@@ -341,20 +341,29 @@ impl Hnsw {
             return;
         }
         let next = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    let mut vl = self.visited.get(self.capacity());
-                    loop {
-                        let i = next.fetch_add(1, Relaxed);
-                        if i >= slots.len() {
-                            break;
-                        }
-                        self.link(slots[i], &mut vl);
-                    }
-                    self.visited.put(vl);
-                });
+        let work = || {
+            let mut vl = self.visited.get(self.capacity());
+            loop {
+                let i = next.fetch_add(1, Relaxed);
+                if i >= slots.len() {
+                    break;
+                }
+                self.link(slots[i], &mut vl);
             }
+            self.visited.put(vl);
+        };
+        std::thread::scope(|scope| {
+            // The caller is one of the workers. A helper the OS refuses (the process is at its
+            // thread limit) leaves its share to the others instead of failing the insert.
+            for _ in 1..threads {
+                if std::thread::Builder::new()
+                    .spawn_scoped(scope, work)
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            work();
         });
     }
 

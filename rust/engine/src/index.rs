@@ -6,6 +6,7 @@
 
 use foldhash::{HashSet, HashSetExt};
 
+use crate::arena::MAX_FIELD_BYTES;
 use crate::bm25::{Bm25, Bm25Params};
 use crate::dedup::{fingerprint, DedupParams, Fingerprint};
 use crate::error::{EngineError, Result};
@@ -258,18 +259,27 @@ impl Prepared {
                 });
             }
         }
+        let text_limit = config.max_text_bytes.min(MAX_FIELD_BYTES);
         let mut seen = HashSet::with_capacity(n);
         for (row, &id) in b.ids.iter().enumerate() {
             if !seen.insert(id) {
                 return Err(EngineError::DuplicateInBatch { id, row });
             }
             let text = &b.texts[row];
-            if text.len() > config.max_text_bytes {
+            if text.len() > text_limit {
                 return Err(EngineError::TextTooLong {
                     row,
                     bytes: text.len(),
-                    limit: config.max_text_bytes,
+                    limit: text_limit,
                 });
+            }
+            if let Some(p) = b.payloads.map(|p| &p[row]) {
+                if p.len() > MAX_FIELD_BYTES {
+                    return Err(EngineError::InvalidArgument(format!(
+                        "payload at row {row} has {} bytes, over the limit of {MAX_FIELD_BYTES}",
+                        p.len()
+                    )));
+                }
             }
             validate_name("namespace", &b.namespaces[row])?;
             if let Some(Some(s)) = b.sessions.map(|s| &s[row]) {
@@ -1075,7 +1085,7 @@ impl HybridIndex {
                 (
                     estimate,
                     vector_leg
-                        && estimate <= 2 * threshold
+                        && estimate <= threshold.saturating_mul(2)
                         && filter.count_up_to(threshold) <= threshold,
                     false,
                 )
@@ -1447,6 +1457,62 @@ pub(crate) mod tests {
         };
         let hits = idx.search(None, Some(&[1.0, 0.0]), &p).unwrap().hits;
         assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), [7, 30, 50]);
+    }
+
+    #[test]
+    fn a_payload_over_4_gib_is_refused_not_a_panic() {
+        let mut idx = HybridIndex::new(IndexConfig::default()).unwrap();
+        // Zeroed allocations are mapped lazily: this costs address space, not memory.
+        let payloads = vec![vec![0u8; MAX_FIELD_BYTES + 1]];
+        let b = Batch {
+            ids: &[1],
+            texts: &["x".to_owned()],
+            vectors: None,
+            timestamps: &[0],
+            namespaces: &["a".to_owned()],
+            sessions: None,
+            payloads: Some(&payloads),
+            importance: None,
+        };
+        assert!(matches!(
+            idx.add(&b, false),
+            Err(EngineError::InvalidArgument(m)) if m.contains("payload at row 0")
+        ));
+        assert!(idx.is_empty());
+    }
+
+    #[test]
+    fn sizes_at_their_extremes_answer() {
+        let dim = 8;
+        let mut idx = HybridIndex::new(IndexConfig {
+            dim,
+            exact_threshold: usize::MAX,
+            max_text_bytes: usize::MAX,
+            ..Default::default()
+        })
+        .unwrap();
+        add(&mut idx, 0..300, &vectors(300, dim, 9)).unwrap();
+        let q = vectors(1, dim, 10);
+        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 1), (i64::MAX - 1, i64::MAX)] {
+            let p = SearchParams {
+                k: usize::MAX,
+                ef: usize::MAX,
+                window: Some(usize::MAX),
+                filter: Filter {
+                    time_range: Some((lo, hi)),
+                    namespace: Some("a".into()),
+                    session: None,
+                },
+                fusion: FusionParams {
+                    now: i64::MIN,
+                    half_life: Some(f64::MIN_POSITIVE),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let hits = idx.search(Some("t"), Some(&q), &p).unwrap().hits;
+            assert!(hits.len() <= 300);
+        }
     }
 
     #[test]

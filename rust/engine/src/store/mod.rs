@@ -460,3 +460,21 @@ struct IndexParts {
 
 /// How long buffered appends may wait for their fsync.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ticket_never_issued_settles_instead_of_waiting_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Durability::Fsync).unwrap().store;
+        let ticket = store.append_deferred(&[b"op"]).unwrap();
+        store.settle_deferred(ticket + 1000).unwrap();
+        store.append_deferred(&[b"op"]).unwrap();
+        store.settle_deferred(u64::MAX).unwrap();
+        store.close().unwrap();
+        let reopened = Store::open(dir.path(), Durability::Fsync).unwrap();
+        assert_eq!(reopened.log, vec![b"op".to_vec(), b"op".to_vec()]);
+    }
+}

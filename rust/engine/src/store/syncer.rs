@@ -112,6 +112,9 @@ impl Syncer {
 
     /// Waits until an fsync started after `ticket` was requested has finished; its outcome.
     pub fn wait(&self, ticket: u64) -> Result<()> {
+        // A ticket never issued would wait forever for an fsync nobody asked for (and a Python
+        // caller may hold the GIL meanwhile): wait for the last one requested instead.
+        let ticket = ticket.min(self.requested.load(Acquire));
         // An fsync takes a fraction of a millisecond: spinning that long costs less than
         // sleeping on the condvar and being woken, which on a virtual machine can take as long
         // as the fsync itself (a durable retain measured 0.53 → 0.38 ms p50).
