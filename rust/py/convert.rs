@@ -6,7 +6,7 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PySequence, PyString};
 
 use super::errors::{DTypeError, DimensionError, InvalidArgumentError};
 
@@ -138,10 +138,28 @@ pub fn strings(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
             "{what} must be a list of strings, not a single string"
         )));
     }
-    obj.extract::<Vec<String>>().map_err(|_| {
-        InvalidArgumentError::new_err(format!(
-            "{what} must be a list of strings; got {}",
-            describe(obj)
-        ))
-    })
+    obj.extract::<Vec<String>>()
+        .map_err(|_| InvalidArgumentError::new_err(bad_strings(obj, what)))
+}
+
+/// Why `obj` is not a list of strings, naming the first item that is not one.
+fn bad_strings(obj: &Bound<'_, PyAny>, what: &str) -> String {
+    let items = obj
+        .cast::<PySequence>()
+        .ok()
+        .and_then(|s| s.try_iter().ok());
+    for (i, item) in items.into_iter().flatten().enumerate() {
+        let Ok(item) = item else { break };
+        match item.cast::<PyString>() {
+            Err(_) => return format!("{what}[{i}] must be a string; got {}", describe(&item)),
+            Ok(s) if s.to_str().is_err() => {
+                return format!(
+                    "{what}[{i}] holds a lone surrogate (a code point from U+D800 to U+DFFF), \
+                     which is not text and has no UTF-8 form"
+                )
+            }
+            Ok(_) => {}
+        }
+    }
+    format!("{what} must be a list of strings; got {}", describe(obj))
 }

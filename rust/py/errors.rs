@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use trimem_engine::EngineError;
 
 pyo3::import_exception!(trimem.errors, InvalidArgumentError);
+pyo3::import_exception!(trimem.errors, ArgumentTypeError);
 pyo3::import_exception!(trimem.errors, DimensionError);
 pyo3::import_exception!(trimem.errors, DTypeError);
 pyo3::import_exception!(trimem.errors, InvalidVectorError);
@@ -35,7 +36,10 @@ pub fn to_py_err(e: EngineError) -> PyErr {
         InvalidName { .. } => InvalidNameError::new_err(msg),
         TextTooLong { .. } => TextTooLongError::new_err(msg),
         // OSError(errno, strerror) sets `.errno` and `.strerror`, as the os module's own errors do.
-        Io { errno, .. } => StoreIOError::new_err((errno, msg)),
+        // A failure without an OS error behind it still gets a number a handler can test.
+        Io { errno, .. } => {
+            StoreIOError::new_err((errno.unwrap_or(trimem_engine::error::EIO), msg))
+        }
         Closed => StoreClosedError::new_err(msg),
         Corrupted(_) => StoreCorruptedError::new_err(msg),
         Locked { .. } => StoreLockedError::new_err(msg),

@@ -13,6 +13,7 @@ use trimem_engine::{
     SearchParams, Tokenizer, TokenizerOptions,
 };
 
+use super::args::arg;
 use super::errors::{to_py_err, InvalidArgumentError};
 use super::{convert, locks};
 
@@ -66,19 +67,19 @@ impl HybridIndex {
                         threads = 0, exact_threshold = 1000, partition_by_namespace = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        dim: usize,
-        metric: &str,
-        m: usize,
-        ef_construction: usize,
-        stem: bool,
-        stopwords: bool,
-        k1: f32,
-        b: f32,
-        seed: u64,
-        max_text_bytes: usize,
-        threads: usize,
-        exact_threshold: usize,
-        partition_by_namespace: bool,
+        #[pyo3(from_py_with = arg::dim)] dim: usize,
+        #[pyo3(from_py_with = arg::metric)] metric: &str,
+        #[pyo3(from_py_with = arg::m)] m: usize,
+        #[pyo3(from_py_with = arg::ef_construction)] ef_construction: usize,
+        #[pyo3(from_py_with = arg::stem)] stem: bool,
+        #[pyo3(from_py_with = arg::stopwords)] stopwords: bool,
+        #[pyo3(from_py_with = arg::k1)] k1: f32,
+        #[pyo3(from_py_with = arg::b)] b: f32,
+        #[pyo3(from_py_with = arg::seed)] seed: u64,
+        #[pyo3(from_py_with = arg::max_text_bytes)] max_text_bytes: usize,
+        #[pyo3(from_py_with = arg::threads)] threads: usize,
+        #[pyo3(from_py_with = arg::exact_threshold)] exact_threshold: usize,
+        #[pyo3(from_py_with = arg::partition_by_namespace)] partition_by_namespace: bool,
     ) -> PyResult<Self> {
         let config = IndexConfig {
             dim,
@@ -115,8 +116,13 @@ impl HybridIndex {
         self.read(py, |e| e.len())
     }
 
-    fn __contains__(&self, py: Python<'_>, key: u64) -> bool {
-        self.read(py, |e| e.contains(key))
+    /// Anything that is not an id (a negative int, a string) is simply not in the index, as
+    /// `"a" in range(3)` is False.
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> bool {
+        match key.extract::<u64>() {
+            Ok(id) => self.read(py, |e| e.contains(id)),
+            Err(_) => false,
+        }
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -148,12 +154,12 @@ impl HybridIndex {
         timestamps: &Bound<'_, PyAny>,
         namespaces: &Bound<'_, PyAny>,
         vectors: Option<&Bound<'_, PyAny>>,
-        sessions: Option<Vec<Option<String>>>,
-        payloads: Option<Vec<Vec<u8>>>,
+        #[pyo3(from_py_with = arg::sessions)] sessions: Option<Vec<Option<String>>>,
+        #[pyo3(from_py_with = arg::payloads)] payloads: Option<Vec<Vec<u8>>>,
         importance: Option<&Bound<'_, PyAny>>,
-        upsert: bool,
-        dedup: Option<(f32, f32)>,
-        reinforce: bool,
+        #[pyo3(from_py_with = arg::upsert)] upsert: bool,
+        #[pyo3(from_py_with = arg::dedup)] dedup: Option<(f32, f32)>,
+        #[pyo3(from_py_with = arg::reinforce)] reinforce: bool,
     ) -> PyResult<Option<Vec<Option<u64>>>> {
         let dedup = match dedup {
             Some((j, c)) if (0.0..=1.0).contains(&j) && (-1.0..=1.0).contains(&c) => {
@@ -219,7 +225,12 @@ impl HybridIndex {
 
     /// Counts one use (a recall returned them) of each record: accesses + 1, last use `at`
     /// (µs). Unknown ids are skipped; returns how many were found.
-    fn touch(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, at: i64) -> PyResult<usize> {
+    fn touch(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = arg::at)] at: i64,
+    ) -> PyResult<usize> {
         let ids = convert::ids(ids)?;
         let inner = &self.inner;
         Ok(py.detach(|| inner.write().touch(&ids, at)))
@@ -227,7 +238,12 @@ impl HybridIndex {
 
     /// Counts one mention (the record was seen again) of each record: mentions + 1, last use
     /// `at` (µs). Unknown ids are skipped; returns how many were found.
-    fn mention(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, at: i64) -> PyResult<usize> {
+    fn mention(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = arg::at)] at: i64,
+    ) -> PyResult<usize> {
         let ids = convert::ids(ids)?;
         let inner = &self.inner;
         Ok(py.detach(|| inner.write().mention(&ids, at)))
@@ -239,9 +255,9 @@ impl HybridIndex {
     fn columns<'py>(
         &self,
         py: Python<'py>,
-        namespace: Option<String>,
-        session: Option<String>,
-        time_range: Option<(i64, i64)>,
+        #[pyo3(from_py_with = arg::namespace)] namespace: Option<String>,
+        #[pyo3(from_py_with = arg::session)] session: Option<String>,
+        #[pyo3(from_py_with = arg::time_range)] time_range: Option<(i64, i64)>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let filter = Filter {
             namespace,
@@ -263,7 +279,12 @@ impl HybridIndex {
     /// Deletes records by id and returns how many went. Unknown ids raise `UnknownIdError`
     /// (and nothing is deleted) unless `missing_ok`.
     #[pyo3(signature = (ids, *, missing_ok = false))]
-    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, missing_ok: bool) -> PyResult<usize> {
+    fn delete(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = arg::missing_ok)] missing_ok: bool,
+    ) -> PyResult<usize> {
         let ids = convert::ids(ids)?;
         let inner = &self.inner;
         py.detach(|| inner.write().delete(&ids, missing_ok))
@@ -285,7 +306,7 @@ impl HybridIndex {
     }
 
     /// The stored record, or `None` (vectors come back normalised under the cosine metric).
-    fn get(&self, py: Python<'_>, id: u64) -> Option<StoredRecord> {
+    fn get(&self, py: Python<'_>, #[pyo3(from_py_with = arg::id)] id: u64) -> Option<StoredRecord> {
         self.read(py, |e| with_usage(e, id)).map(StoredRecord::from)
     }
 
@@ -308,9 +329,9 @@ impl HybridIndex {
     fn ids<'py>(
         &self,
         py: Python<'py>,
-        namespace: Option<String>,
-        session: Option<String>,
-        time_range: Option<(i64, i64)>,
+        #[pyo3(from_py_with = arg::namespace)] namespace: Option<String>,
+        #[pyo3(from_py_with = arg::session)] session: Option<String>,
+        #[pyo3(from_py_with = arg::time_range)] time_range: Option<(i64, i64)>,
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let ids = if namespace.is_none() && session.is_none() && time_range.is_none() {
             self.read(py, |e| e.ids())
@@ -327,12 +348,17 @@ impl HybridIndex {
     }
 
     /// Lucene BM25 score of record `id` for `text` (0 when no term matches).
-    fn bm25_score(&self, py: Python<'_>, text: &str, id: u64) -> PyResult<f32> {
+    fn bm25_score(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::text)] text: &str,
+        #[pyo3(from_py_with = arg::id)] id: u64,
+    ) -> PyResult<f32> {
         self.read(py, |e| e.bm25_score(text, id)).map_err(to_py_err)
     }
 
     /// Number of live records containing `term` (a token as `tokenize` returns it).
-    fn doc_freq(&self, py: Python<'_>, term: &str) -> usize {
+    fn doc_freq(&self, py: Python<'_>, #[pyo3(from_py_with = arg::term)] term: &str) -> usize {
         self.read(py, |e| e.doc_freq(term))
     }
 
@@ -371,26 +397,26 @@ impl HybridIndex {
     fn search(
         &self,
         py: Python<'_>,
-        text: Option<&str>,
+        #[pyo3(from_py_with = arg::text)] text: Option<&str>,
         vector: Option<&Bound<'_, PyAny>>,
-        k: i64,
-        time_range: Option<(i64, i64)>,
-        namespace: Option<String>,
-        session: Option<String>,
-        mode: &str,
-        ef: i64,
-        rrf_k: f32,
-        weights: Option<(f32, f32)>,
-        window: Option<i64>,
-        min_bm25: Option<f32>,
-        min_cosine: Option<f32>,
-        half_life: Option<f64>,
-        now: Option<i64>,
-        decay_weight: f32,
-        importance_weight: f32,
-        reinforce_step: f32,
-        reinforce_cap: f32,
-        decay_from_use: bool,
+        #[pyo3(from_py_with = arg::k)] k: usize,
+        #[pyo3(from_py_with = arg::time_range)] time_range: Option<(i64, i64)>,
+        #[pyo3(from_py_with = arg::namespace)] namespace: Option<String>,
+        #[pyo3(from_py_with = arg::session)] session: Option<String>,
+        #[pyo3(from_py_with = arg::mode)] mode: &str,
+        #[pyo3(from_py_with = arg::ef)] ef: usize,
+        #[pyo3(from_py_with = arg::rrf_k)] rrf_k: f32,
+        #[pyo3(from_py_with = arg::weights)] weights: Option<(f32, f32)>,
+        #[pyo3(from_py_with = arg::window)] window: Option<usize>,
+        #[pyo3(from_py_with = arg::min_bm25)] min_bm25: Option<f32>,
+        #[pyo3(from_py_with = arg::min_cosine)] min_cosine: Option<f32>,
+        #[pyo3(from_py_with = arg::half_life)] half_life: Option<f64>,
+        #[pyo3(from_py_with = arg::now)] now: Option<i64>,
+        #[pyo3(from_py_with = arg::decay_weight)] decay_weight: f32,
+        #[pyo3(from_py_with = arg::importance_weight)] importance_weight: f32,
+        #[pyo3(from_py_with = arg::reinforce_step)] reinforce_step: f32,
+        #[pyo3(from_py_with = arg::reinforce_cap)] reinforce_cap: f32,
+        #[pyo3(from_py_with = arg::decay_from_use)] decay_from_use: bool,
     ) -> PyResult<Hits> {
         if !(reinforce_step.is_finite()
             && reinforce_cap.is_finite()
@@ -401,20 +427,11 @@ impl HybridIndex {
                 "reinforce_step and reinforce_cap must be finite and >= 0, got {reinforce_step} and {reinforce_cap}"
             )));
         }
-        let positive = |name: &str, v: i64| -> PyResult<usize> {
-            if v <= 0 {
-                Err(InvalidArgumentError::new_err(format!(
-                    "{name} must be at least 1, got {v}"
-                )))
-            } else {
-                Ok(v as usize)
-            }
-        };
         let params = SearchParams {
-            k: positive("k", k)?,
+            k,
             mode: Mode::parse(mode).map_err(to_py_err)?,
-            ef: positive("ef", ef)?,
-            window: window.map(|w| positive("window", w)).transpose()?,
+            ef,
+            window,
             fusion: FusionParams {
                 rrf_k,
                 weights: weights.unwrap_or((1.0, 1.0)),

@@ -2,6 +2,9 @@
 
 use pyo3::prelude::*;
 
+use args::arg;
+
+mod args;
 mod convert;
 mod errors;
 mod index;
@@ -27,7 +30,12 @@ fn simd_kernel() -> &'static str {
 /// Terms of `text` as the index sees them.
 #[pyfunction]
 #[pyo3(signature = (text, *, stem = false, stopwords = false))]
-fn tokenize(py: Python<'_>, text: &str, stem: bool, stopwords: bool) -> Vec<String> {
+fn tokenize(
+    py: Python<'_>,
+    #[pyo3(from_py_with = arg::text)] text: &str,
+    #[pyo3(from_py_with = arg::stem)] stem: bool,
+    #[pyo3(from_py_with = arg::stopwords)] stopwords: bool,
+) -> Vec<String> {
     let tokenizer =
         trimem_engine::Tokenizer::new(trimem_engine::TokenizerOptions { stem, stopwords });
     py.detach(|| tokenizer.tokenize(text))

@@ -11,6 +11,7 @@ use trimem_engine::store::fs::FaultKind;
 use trimem_engine::store::{Durability, Store as Engine};
 use trimem_engine::EngineError;
 
+use super::args::arg;
 use super::errors::to_py_err;
 use super::index::HybridIndex;
 use super::locks;
@@ -62,7 +63,11 @@ impl Store {
 impl Store {
     #[new]
     #[pyo3(signature = (path, *, durability = "fsync"))]
-    fn new(py: Python<'_>, path: PathBuf, durability: &str) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::path)] path: PathBuf,
+        #[pyo3(from_py_with = arg::durability)] durability: &str,
+    ) -> PyResult<Self> {
         let durability = Durability::parse(durability).map_err(to_py_err)?;
         let opened = py
             .detach(|| Engine::open(&path, durability))
@@ -129,7 +134,7 @@ impl Store {
     }
 
     /// The index saved under `name` in the snapshot (once; `None` if there is none).
-    fn take_index(&self, name: &str) -> Option<HybridIndex> {
+    fn take_index(&self, #[pyo3(from_py_with = arg::name)] name: &str) -> Option<HybridIndex> {
         let mut loaded = self.loaded.lock();
         let at = loaded.indexes.iter().position(|(n, _)| n == name)?;
         Some(HybridIndex::from_engine(loaded.indexes.swap_remove(at).1))
@@ -142,12 +147,20 @@ impl Store {
     }
 
     /// Appends one operation; with fsync durability it is on disk when this returns.
-    fn append(&self, py: Python<'_>, payload: &[u8]) -> PyResult<()> {
+    fn append(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::payload)] payload: &[u8],
+    ) -> PyResult<()> {
         self.with(py, |s| s.append(&[payload]))
     }
 
     /// Appends operations in one write and (with fsync durability) one fsync.
-    fn append_many(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<()> {
+    fn append_many(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::payloads)] payloads: Vec<Vec<u8>>,
+    ) -> PyResult<()> {
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         self.with(py, |s| s.append(&refs))
     }
@@ -158,8 +171,8 @@ impl Store {
     fn checkpoint(
         &self,
         py: Python<'_>,
-        indexes: Vec<(String, PyRef<'_, HybridIndex>)>,
-        state: &[u8],
+        #[pyo3(from_py_with = arg::indexes)] indexes: Vec<(String, PyRef<'_, HybridIndex>)>,
+        #[pyo3(from_py_with = arg::state)] state: &[u8],
     ) -> PyResult<()> {
         let shared: Vec<_> = indexes
             .iter()
@@ -178,12 +191,20 @@ impl Store {
     /// Writes operations and starts their fsync in the background; returns a ticket for
     /// `settle_deferred`, which waits for the disk (and, if the fsync failed, takes them back
     /// out of the log and raises). Lets a writer index while the disk syncs.
-    fn append_deferred(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<u64> {
+    fn append_deferred(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::payloads)] payloads: Vec<Vec<u8>>,
+    ) -> PyResult<u64> {
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         self.with(py, |s| s.append_deferred(&refs))
     }
 
-    fn settle_deferred(&self, py: Python<'_>, ticket: u64) -> PyResult<()> {
+    fn settle_deferred(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::ticket)] ticket: u64,
+    ) -> PyResult<()> {
         self.with(py, |s| s.settle_deferred(ticket))
     }
 
@@ -221,9 +242,9 @@ impl Store {
     fn inject_fault(
         &self,
         py: Python<'_>,
-        kind: &str,
-        after_bytes: u64,
-        times: u32,
+        #[pyo3(from_py_with = arg::kind)] kind: &str,
+        #[pyo3(from_py_with = arg::after_bytes)] after_bytes: u64,
+        #[pyo3(from_py_with = arg::times)] times: u32,
     ) -> PyResult<()> {
         let kind = FaultKind::parse(kind).map_err(to_py_err)?;
         self.with(py, |s| {
