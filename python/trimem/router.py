@@ -6,13 +6,15 @@
 * ``"episodic"`` (kind ``"episode"``) — a dated experience or event: past-tense first-person
   actions ("we fixed the login bug this morning", "昨天我把服务部署到了生产环境"), statements tied
   to a time ("tomorrow"), tool and command output.
-* ``"semantic"`` — lasting knowledge: kind ``"fact"`` with a ``key`` and ``value`` when the item is
-  key-value shaped ("My favourite editor is Vim", "我的邮箱是 a@b.com", "用户偏好: 深色模式"),
-  else kind ``"knowledge"`` (definitions, how-tos, rules, decisions, preferences).
+* ``"semantic"`` — lasting knowledge: kind ``"fact"`` with a ``key`` and ``value`` when the item
+  states one ("My favourite editor is Vim", "I live in Lisbon", "switch my main language to Rust",
+  "我的邮箱是 a@b.com", "用户偏好: 深色模式"), else kind ``"knowledge"`` (definitions, how-tos,
+  rules, decisions and preferences no key can be read from).
 
 A router is any :class:`Classifier`. :class:`RuleRouter` is the local, deterministic default for
-English and Chinese (compiled regexes and word lists, no model, no network); :class:`LLMRouter`
-asks a model for JSON and validates it. :func:`route` checks the input, runs a classifier,
+English and Chinese (it reads text through :mod:`trimem.text`: the cues of an item, and the
+statement parser reflect uses, so a statement is filed as the fact reflect extracts from it; no
+model, no network); :class:`LLMRouter` asks a model for JSON and validates it. :func:`route` checks the input, runs a classifier,
 validates what it returns and applies a caller's forced layer (``context={"layer": ...}``).
 
 Importance is in [0, 1]: each kind starts from a base and every signal found closes part of the

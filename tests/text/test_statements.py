@@ -123,3 +123,50 @@ def test_notes_only_when_the_note_is_the_whole_text() -> None:
 def test_bad_input() -> None:
     with pytest.raises(InvalidArgumentError):
         read_statements(b"my editor is Vim")  # type: ignore[arg-type]
+
+
+def corpus() -> list[str]:
+    """Statements and non-statements from the reflect, router and one-reading tables."""
+    from tests.pipeline import test_reflect, test_router
+    from tests.text.test_one_reading import ONE_READING
+
+    texts = [t for t, _ in test_reflect.ENGLISH + test_reflect.CHINESE]
+    texts += [t for t, *_ in test_router.ENGLISH + test_router.CHINESE]
+    texts += [t for t, _ in ONE_READING.SENTENCES]
+    texts += [
+        "We've moved from MySQL to PostgreSQL",
+        "I'm no longer using Emacs",
+        "I don't use Vim any longer",
+        "I gave up on Windows",
+        "forget about our database",
+        "Let us go with Kafka for events",
+        "we'll stick with Python",
+        "I'd favour Rust for this",
+        "I am mainly on Linux",
+        "Going forward, use Deno",
+        "make Go our main language",
+        "我们已经不再使用MySQL了",
+        "弃用Jenkins了",
+        "删除我的编辑器",
+        "今后就用Go",
+        "我们从MySQL迁移到PostgreSQL",
+        "数据库升级到了PostgreSQL 16",
+        "Rust是我们的主力语言",
+        "我在macOS上开发",
+        "我就职于阿里巴巴",
+        "我常住上海",
+    ]
+    return texts
+
+
+def test_the_gates_change_no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shape's gate (words it needs) only skips shapes that could not match."""
+    from dataclasses import replace
+
+    import trimem.text.statements as statements
+
+    texts = corpus()
+    gated = [read_statements(t, current={}) for t in texts]
+    monkeypatch.setattr(statements, "RULES", [replace(r, gate=frozenset()) for r in statements.RULES])
+    assert [StatementReader()(t, current={}) for t in texts] == gated
+    assert sum(1 for g in gated if g) >= 100  # the corpus is mostly statements

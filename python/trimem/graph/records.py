@@ -96,6 +96,7 @@ def _provenance(sources: list[int], facts: list[str]) -> str:
 
 
 def listing(ents: list[Entity], rels: list[Relation]) -> list[str]:
+    """Entities, then relations, one per line with provenance, for :meth:`to_text`."""
     lines = ["entities:"] if ents else []
     for e in ents:
         seen = _when(e.first_seen) if e.first_seen == e.last_seen else f"{_when(e.first_seen)} .. {_when(e.last_seen)}"

@@ -15,11 +15,15 @@ FORMAT_VERSION: Final = 1
 
 
 class Support(msgspec.Struct, array_like=True, gc=False):
+    """What one source (an episode or a fact) adds to an entity or a relation."""
+
     count: float  # mentions of an entity, weight of a relation
     ts: int
 
 
 class EntityRec(msgspec.Struct, array_like=True):
+    """An entity as stored: display name, type, support per episode and per fact."""
+
     name: str
     type: str
     episodes: dict[int, Support] = {}  # in ascending id order (see Scope.support)
@@ -27,6 +31,8 @@ class EntityRec(msgspec.Struct, array_like=True):
 
 
 class RelationRec(msgspec.Struct, array_like=True):
+    """A relation as stored, between entity keys."""
+
     subject: str  # entity keys
     predicate: str
     object: str
@@ -35,12 +41,16 @@ class RelationRec(msgspec.Struct, array_like=True):
 
 
 class ScopeState(msgspec.Struct, array_like=True):
+    """One scope in the msgpack form."""
+
     name: str
     entities: dict[str, EntityRec]  # by key
     relations: list[RelationRec]
 
 
 class GraphState(msgspec.Struct):
+    """The whole graph in the msgpack form, with its format version."""
+
     format: int
     scopes: list[ScopeState]
 

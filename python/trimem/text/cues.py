@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from trimem.text.script import Language, has_han, prepare_text
+from trimem.text.script import HAN_RANGE, Language, has_han, prepare_text
 
 __all__ = [
     "CREDENTIAL",
@@ -116,6 +116,7 @@ class Cue:
 
 
 def cue_words(words: str) -> frozenset[str]:
+    """A cue's gate words, space-separated."""
     return frozenset(words.split())
 
 
@@ -497,7 +498,7 @@ def is_question(x: Item) -> bool:
     return end.endswith("?") or (x.zh and end.endswith(("吗", "呢", "么"))) or bool(QUESTION_START.match(end))
 
 
-_HAN_CHAR: Final = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
 
 
 def han_count(text: str) -> int:

@@ -131,6 +131,8 @@ task's artefact ("code", "function") or a sentence's topic ("problem", "note")."
 
 
 class KeyHit(NamedTuple):
+    """The key a phrase names, and how it was named."""
+
     key: str
     how: KeyHow  # "alias"/"table": named by an alias or the table; else made from the phrase
 

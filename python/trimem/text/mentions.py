@@ -200,6 +200,8 @@ GAP: Final = re.compile(
 
 @dataclass(slots=True, eq=False)
 class Mention:
+    """One name found in a text, by character span."""
+
     start: int
     end: int
     name: str
@@ -269,6 +271,8 @@ def _cap_type(name: str) -> str:
 
 
 def zh_type(name: str) -> str:
+    """The type of a Chinese name: a place, organisation or concept of the word lists, a person's
+    name (surname + given name, or a title), else a concept."""
     if name in _ZH_PLACES:
         return "place"
     if name in _ZH_ORGS:

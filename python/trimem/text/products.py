@@ -153,6 +153,8 @@ def canonical_value(value: str) -> str:
 
 
 def same_value(said: str, stored: str) -> bool:
+    """`said` names the `stored` value: the same product ("vscode", "VS Code"), or it with a
+    version ("PostgreSQL 16", "postgres")."""
     a, b = canonical_value(said).casefold(), canonical_value(stored).casefold()
     return a == b or (a.startswith(b) and not re.match(r"[a-z0-9+#_-]", a[len(b) : len(b) + 1]))
 
@@ -333,6 +335,7 @@ TECH_LOOSE, TECH_EXACT = _tech_tables()
 
 
 def alternation(names: Iterable[str]) -> str:
+    """One regex alternation of `names`, longest first, any whitespace between their words."""
     # longest first, so "Docker Compose" wins over "Docker" and "阿里巴巴" over "阿里"
     return "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in sorted(set(names), key=len, reverse=True))
 

@@ -67,6 +67,8 @@ class FoundEntity(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class FoundRelation(msgspec.Struct, frozen=True):
+    """A (subject, predicate, object) one text states."""
+
     subject: str
     predicate: str
     object: str

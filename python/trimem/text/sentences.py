@@ -71,6 +71,8 @@ _DECISION: Final = re.compile(
 
 
 class Sentence(NamedTuple):
+    """One sentence of a text."""
+
     body: str  # without its end punctuation
     text: str  # as written, with its end punctuation: the evidence a fact cites
     question: bool

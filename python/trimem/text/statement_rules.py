@@ -14,7 +14,7 @@ https://x", "call me Ana", "端口是 6379") that apply when no statement shape 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from trimem.text.keys import KeyMode
@@ -57,6 +57,7 @@ class Rule:
     widen: bool = False  # an adverb like "mainly"/"主要" in group adv widens cats to all
     key: str | None = None  # a fixed key: the shape names what it is about ("I live in" -> city)
     chinese: bool = False  # the shape reads Chinese: tried only on text with Han characters
+    gate: frozenset[str] = frozenset()  # one must occur (an English word, a Chinese substring); empty: none needed
 
 
 _DET = r"(?P<det>my|our|the)\s+"
@@ -77,7 +78,7 @@ def _r(name: str, pattern: str, scope: Scope, kind: Kind, **kw: Any) -> Rule:
     return Rule(name, re.compile(pattern, re.I), scope, kind, **kw, chinese=name.startswith("zh_"))
 
 
-RULES: Final = [
+_SHAPES: Final = [
     # --- English: statements about the user
     _r(
         "my_key_is",
@@ -398,6 +399,59 @@ RULES: Final = [
         key_mode="any",
     ),
 ]
+
+
+# What each shape needs to match at all: an English word (of the lowercased clause) or a Chinese
+# substring. A clause without it skips the shape, so that most shapes cost a set lookup instead of
+# a regex search (tests/text/test_statements.py checks that the gates change no reading).
+_GATES: Final = {
+    "my_key_is": "my our",
+    "value_is_my_key": "my our",
+    "im_on": "i'm im am",
+    "im_using": "i'm im am",
+    "bare_on": "on",
+    "i_use": "i",
+    "i_code_in": "i",
+    "i_prefer_for": "i i'd",
+    "i_prefer": "i i'd",
+    "i_live_in": "i i'm",
+    "i_work_at": "i i'm",
+    "no_longer": "longer",
+    "dont_use_anymore": "anymore any",
+    "stopped_using": "stopped quit given gave dropped ditched abandoned",
+    "forget_my": "my our",
+    "switch_key_to": "switch switched switching change changed changing set update updated updating move moved "
+    "migrate migrated",
+    "switch_to": "switch switched switching move moved moving migrate migrated migrating change changed",
+    "use_as_my": "use using",
+    "make_value_my": "make",
+    "from_now_on": "now forward here",
+    "decided": "decided agreed opted committed settled standardised standardized chose picked selected decision",
+    "lets_go_with": "let's lets let we're we we'll",
+    "lets_use_as": "let's lets let",
+    "zh_my_key_is": "的",
+    "zh_my_fav_is": "我",
+    "zh_key_is": "是 为",
+    "zh_value_is_my_key": "是我",
+    "zh_i_use": "用",
+    "zh_i_am_on": "在",
+    "zh_live_in": "住 生活在 定居在",
+    "zh_work_at": "工作 上班",
+    "zh_employed_at": "职于",
+    "zh_bare_use": "用",
+    "zh_prefer": "喜欢 偏好 习惯 倾向",
+    "zh_no_longer": "不再 再也不",
+    "zh_dont_use_le": "不",
+    "zh_abandon": "弃用 停用 放弃",
+    "zh_forget_my": "忘 删 清除 去掉 移除",
+    "zh_ba_change": "把",
+    "zh_key_change": "改 换 切 设 定为 调 变成 迁 升级",
+    "zh_use_as": "做 当 作为",
+    "zh_from_now_on": "以后 今后 从现在 从今天",
+    "zh_switch_to": "改 换 切换 迁移 转",
+    "zh_decided": "决定 敲定 定下来 一致同意",
+}
+RULES: Final = [replace(rule, gate=frozenset(_GATES[rule.name].split())) for rule in _SHAPES]
 
 
 # ------------------------------------------------------------------------------ notes

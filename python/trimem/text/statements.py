@@ -94,7 +94,7 @@ class _Found(NamedTuple):
     subject: Literal["user", "team"] | None
 
 
-_LATIN: Final = re.compile(r"[A-Za-z]")
+_WORD: Final = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
 def _group(m: re.Match[str], name: str) -> str | None:
@@ -119,6 +119,16 @@ class StatementReader:
 
     def __init__(self, aliases: Mapping[str, str] | None = None) -> None:
         self._aliases = prepare_aliases(aliases)
+        # which shapes each gate word or substring opens, so a clause visits only its candidates
+        self._rules = tuple(RULES)
+        self._ungated = tuple(i for i, r in enumerate(self._rules) if not r.gate)
+        by_word: dict[str, list[int]] = {}
+        by_part: dict[str, list[int]] = {}
+        for i, rule in enumerate(self._rules):
+            for g in rule.gate:
+                (by_part if rule.chinese else by_word).setdefault(g, []).append(i)
+        self._by_word = {w: tuple(ix) for w, ix in by_word.items()}
+        self._by_part = tuple((g, tuple(ix)) for g, ix in by_part.items())
 
     def __call__(self, text: str, *, by_user: bool = True, current: Mapping[str, str] | None = None) -> list[Statement]:
         """The statements of `text`, in text order. ``current`` (key → value, the facts held now)
@@ -157,13 +167,21 @@ class StatementReader:
     # ------------------------------------------------------------------ statement shapes
 
     def _clause(self, clause: str, by_user: bool, request_only: bool, state: Mapping[str, str] | None) -> list[_Found]:
-        han, latin = has_han(clause), _LATIN.search(clause) is not None
+        han = has_han(clause)
+        open_ = set(self._ungated)
+        for word in _WORD.findall(clause.lower()):
+            open_.update(self._by_word.get(word, ()))
+        if han:
+            for part, ix in self._by_part:
+                if part in clause:
+                    open_.update(ix)
         subject = subject_of(clause)
         found: list[tuple[int, int, list[_Found]]] = []
-        for rule in RULES:
+        for i in sorted(open_):
+            rule = self._rules[i]
             if (rule.scope == "personal" and not by_user) or (request_only and rule.scope != "change"):
                 continue
-            if not (han if rule.chinese else latin):
+            if rule.chinese and not han:
                 continue
             pos = 0
             # every start position, not only the first: an early match may name no usable key
