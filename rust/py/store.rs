@@ -181,7 +181,12 @@ impl Store {
         py.detach(|| {
             let mut store = self.inner.lock();
             let store = store.as_mut().ok_or_else(closed)?;
-            let guards: Vec<_> = shared.iter().map(|(n, i)| (n.as_str(), i.read())).collect();
+            // Recursive: one index may be listed twice (the engine refuses that), and a plain
+            // second read would wait behind a writer queued after the first.
+            let guards: Vec<_> = shared
+                .iter()
+                .map(|(n, i)| (n.as_str(), i.read_recursive()))
+                .collect();
             let parts: Vec<(&str, &trimem_engine::HybridIndex)> =
                 guards.iter().map(|(n, g)| (*n, &**g)).collect();
             store.checkpoint(&parts, state).map_err(to_py_err)

@@ -583,6 +583,17 @@ def test_store_calls_raise_only_trimem_errors(stores: Stores, call: Call) -> Non
         assert s.take_log().count(b"ok") >= 1
 
 
+def test_a_checkpoint_naming_an_index_twice_leaves_a_store_that_opens(tmp_path: Path) -> None:
+    """Two indexes under one name once made a snapshot no open accepted, after the checkpoint
+    had removed the generation before it."""
+    with trimem.Store(tmp_path / "s") as s:
+        s.append(b"op")
+        with pytest.raises(trimem.InvalidArgumentError, match="twice"):
+            s.checkpoint([("episodes", SNAPSHOT_INDEX), ("episodes", SNAPSHOT_INDEX)], b"state")
+    with trimem.Store(tmp_path / "s") as s:
+        assert s.take_log() == [b"op"]
+
+
 # ----------------------------------------------------------------------------- Memory calls
 
 U = {"user_id": "u1", "agent_id": "default"}

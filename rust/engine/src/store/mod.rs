@@ -313,8 +313,15 @@ impl Store {
     pub fn checkpoint(&mut self, indexes: &[(&str, &HybridIndex)], state: &[u8]) -> Result<()> {
         self.check_writable()?;
         self.wal.finish_deferred()?;
-        for (name, _) in indexes {
+        for (i, (name, _)) in indexes.iter().enumerate() {
             check_section_name(name)?;
+            // Two sections of one name make a snapshot that no open accepts, and the checkpoint
+            // would remove the generation before it.
+            if indexes[..i].iter().any(|(n, _)| n == name) {
+                return Err(EngineError::InvalidArgument(format!(
+                    "index name {name:?} appears twice in one checkpoint"
+                )));
+            }
         }
         let old = self.wal.generation();
         let next = old + 1;
@@ -476,5 +483,21 @@ mod tests {
         store.close().unwrap();
         let reopened = Store::open(dir.path(), Durability::Fsync).unwrap();
         assert_eq!(reopened.log, vec![b"op".to_vec(), b"op".to_vec()]);
+    }
+
+    #[test]
+    fn a_checkpoint_naming_an_index_twice_is_refused_and_the_store_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Durability::Fsync).unwrap().store;
+        let idx = HybridIndex::new(crate::index::IndexConfig::default()).unwrap();
+        store.append(&[b"op"]).unwrap();
+        let twice = [("a", &idx), ("a", &idx)];
+        assert!(matches!(
+            store.checkpoint(&twice, b"state"),
+            Err(EngineError::InvalidArgument(m)) if m.contains("twice")
+        ));
+        store.close().unwrap();
+        let reopened = Store::open(dir.path(), Durability::Fsync).unwrap();
+        assert_eq!(reopened.log, vec![b"op".to_vec()]);
     }
 }
