@@ -229,7 +229,9 @@ impl<'a> Resolved<'a> {
 
     /// Exact number of matching records, counting no further than `cap + 1`.
     pub fn count_up_to(&self, cap: usize) -> usize {
-        self.matching(Order::Any).take(cap.saturating_add(1)).count()
+        self.matching(Order::Any)
+            .take(cap.saturating_add(1))
+            .count()
     }
 
     /// Every matching slot: with [`Order::Time`] in time order within a namespace and across
