@@ -1,7 +1,7 @@
 """CI performance gate: trimem/peer latency *ratios* from one process, against committed limits.
 
     python -m trimem bench --gate [benches/perf_gate.json]          # check (exit 1 on a regression)
-    python -m trimem bench --gate-calibrate benches/perf_gate.json  # (re)write the thresholds
+    python -m trimem bench --gate-calibrate benches/perf_gate.json  # (re)write this kernel's thresholds
 
 Why ratios and never absolute times: CI machines are shared and differ from one another, so a
 query that takes 0.3 ms today may take 0.45 ms tomorrow with no code change. Timing trimem and a
@@ -11,7 +11,10 @@ that: a neighbour's load or a slower CPU slows both, and their ratio moves much 
 Method, all in one process:
 
 1. One seeded dataset (:func:`trimem.bench.datasets.make_dataset`, default 20k records x 128-d)
-   and one 10 % time window per query; every system needed by a ratio is built once.
+   and one 10 % time window per query; every system needed by a ratio is built once. trimem's
+   index is built with ``threads=1``, so that it answers on one thread like every peer: with
+   more, a hybrid search overlaps its two legs on a second core when one happens to be free,
+   and the hybrid ratio would measure the machine's load instead of the code.
 2. One untimed pass per system (warm caches), then ``rounds`` interleaved rounds
    (:func:`trimem.bench.compare.time_rounds`: every system runs all queries, one per call,
    systems alternating every ``block`` = 10 queries so that a burst of load from another process
@@ -19,13 +22,36 @@ Method, all in one process:
    gives every system a p50; each ratio's value is the **median over rounds of the per-round
    ratio** of p50s, so a noisy round moves one sample, not the result.
 3. A ratio fails when its value exceeds its ``threshold`` in the thresholds file. Thresholds are
-   written by ``--gate-calibrate``: at most ``headroom`` (1.5) times the median of the ratios
-   measured on ``runs`` quiet runs (each with a fresh build), rounded down.
+   written by ``--gate-calibrate``: ``headroom`` (1.3) times the median of the ratios measured on
+   ``runs`` quiet runs (each with a fresh build), rounded down. The headroom is below 1.5 on
+   purpose: a 1.5x slowdown of trimem must land clearly over its threshold, not on it.
 4. If any ratio fails, the timing is repeated once on the same indexes before failing, and a
    ratio fails only when it exceeds its threshold in **both** measurements. On a shared machine a
    burst of load from another process (a compile, another CI job) can fall on one system's turns
    in enough rounds to move a median; it rarely hits the same ratio twice in a row, while a real
    regression in trimem shows in both measurements.
+5. A ratio measured more than ``headroom`` times *under* its calibrated value passes, with a
+   warning: its threshold would let a slowdown of more than ``headroom`` squared through, which
+   after an intended speed-up calls for a recalibration.
+
+Thresholds are per SIMD kernel. The engine picks its kernels at run time from the CPU
+(:func:`trimem.simd_kernel`: ``avx512f``, ``avx2+fma`` or ``portable``, plus popcount variants),
+while the peers keep their own code, so a ratio measured with one kernel is no limit for another:
+thresholds from a slower kernel would let a regression of the faster one pass unnoticed, and
+thresholds from a faster kernel would fail a slower one with no code change. The file therefore
+holds one calibration per kernel, each recording the CPU it was measured on (model, cores, the
+CPU flags the engine dispatches on). When the gate runs:
+
+* a calibration for the running kernel exists: it applies; any difference between this CPU and
+  the recorded one (model, cores, flags) is printed as a warning, since ratios can shift a little
+  between CPUs even on the same kernel;
+* none exists, but the CPU can run a calibrated kernel by setting ``$TRIMEM_SIMD`` (an AVX-512
+  CPU can run the AVX2 kernels): the gate warns and re-runs itself in a child process with that
+  setting, so the committed thresholds apply to the code they were measured on. The running
+  kernel's own code paths are then not gated, and the warning says so;
+* otherwise the gate refuses to run (exit 2) and says how to calibrate. It never calibrates
+  itself in-process: thresholds derived in the same run from the code under test cannot catch a
+  regression that this code introduced, so such a run could only ever pass.
 
 The gate refuses a debug build of the engine (timings would be meaningless). For testing the
 gate itself, ``slowdown`` (or ``$TRIMEM_GATE_SLOWDOWN``) makes every trimem query busy-wait
@@ -34,19 +60,23 @@ until it has taken ``slowdown`` times its real duration — the gate must then f
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import IO, Any, Literal, Protocol, TextIO
 
 import numpy as np
 
+import trimem
 from trimem.bench import peers
 from trimem.bench.compare import (
     DebugBuildError,
@@ -59,23 +89,43 @@ from trimem.bench.compare import (
 from trimem.bench.datasets import make_dataset, time_window
 
 __all__ = [
+    "CPU_FLAGS",
     "DEFAULT_RATIOS",
     "DEFAULT_THRESHOLDS",
     "HEADROOM",
+    "SIMD_ENV",
     "SLOWDOWN_ENV",
     "GateConfig",
     "GateError",
+    "GatePlan",
     "Measurement",
     "RatioSpec",
     "Thresholds",
+    "ThresholdsFile",
     "calibrate",
+    "cpu_record",
     "load_thresholds",
+    "plan_gate",
     "run_gate",
 ]
 
 DEFAULT_THRESHOLDS = "benches/perf_gate.json"
-HEADROOM = 1.5
+HEADROOM = 1.3
 SLOWDOWN_ENV = "TRIMEM_GATE_SLOWDOWN"
+SIMD_ENV = "TRIMEM_SIMD"  # read by the engine (rust/engine/src/distance.rs): "avx2" holds AVX-512 back
+FILE_FORMAT = 2  # 1: one calibration at the top level (read, never written); 2: one per kernel
+
+# The CPU flags (as /proc/cpuinfo spells them) that the engine's run-time dispatch looks at: the
+# dot products (avx512f, avx2+fma), the filter bitmap (avx512bw, avx2) and the sign-sketch scan of
+# filtered searches (avx512_vpopcntdq, popcnt). Two CPUs that agree on these run the same code.
+CPU_FLAGS: tuple[str, ...] = ("popcnt", "avx2", "fma", "avx512f", "avx512bw", "avx512_vpopcntdq")
+
+# Kernels the gate can make the engine run on a CPU that would pick another one: kernel ->
+# (environment the child process gets, CPU flags it needs, the kernels it can replace). The
+# environment can only hold AVX-512 back; nothing makes a CPU run a kernel above its own.
+FORCIBLE: dict[str, tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]] = {
+    "avx2+fma": ({SIMD_ENV: "avx2"}, ("avx2", "fma"), ("avx512f",)),
+}
 
 # Exit codes of run_gate / the CLI.
 PASSED, FAILED, ERROR = 0, 1, 2
@@ -115,11 +165,24 @@ DEFAULT_RATIOS: tuple[RatioSpec, ...] = (
 
 @dataclass
 class Thresholds:
+    """One kernel's calibration: the sizes it was measured at, its ratios and their limits."""
+
     path: Path
+    kernel: str
     config: GateConfig
     specs: list[RatioSpec]
     limit: dict[str, float]  # label -> threshold
     quiet: dict[str, float | None]  # label -> calibrated quiet ratio (for messages)
+    machine: dict[str, Any] = field(default_factory=dict)  # the CPU it was calibrated on
+    command: str = ""
+    calibrated_at: str = ""
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class ThresholdsFile:
+    path: Path
+    kernels: dict[str, Thresholds]  # kernel name -> its calibration
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -132,12 +195,125 @@ class Measurement:
 
 
 # --------------------------------------------------------------------------
+# The CPU
+# --------------------------------------------------------------------------
+
+
+def _cpu_flags() -> dict[str, bool] | None:
+    """Which of :data:`CPU_FLAGS` this CPU has; None where /proc/cpuinfo cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return {f: f in have for f in CPU_FLAGS}
+    except OSError:
+        pass
+    return None
+
+
+def cpu_record() -> dict[str, Any]:
+    """This process's machine as the thresholds file records it.
+
+    ``simd`` is the kernel the engine actually runs (after ``$TRIMEM_SIMD``), ``simd_env`` the
+    setting that chose it, ``cpu_flags`` what the CPU offers.
+    """
+    info = machine_info()
+    info["cpu_flags"] = _cpu_flags()
+    info["simd_env"] = os.environ.get(SIMD_ENV) or None
+    return info
+
+
+def _describe(machine: Mapping[str, Any]) -> str:
+    flags = machine.get("cpu_flags")
+    shown = "flags unknown" if flags is None else " ".join(f for f in CPU_FLAGS if flags.get(f)) or "none"
+    forced = f", {SIMD_ENV}={machine['simd_env']}" if machine.get("simd_env") else ""
+    return (
+        f"kernel {machine.get('simd', '?')}{forced} on {machine.get('cpu', '?')!r}, "
+        f"{machine.get('cores', '?')} cores, flags: {shown}"
+    )
+
+
+def _usable_flags(machine: Mapping[str, Any]) -> dict[str, bool] | None:
+    """The CPU flags the engine may use on ``machine``: ``$TRIMEM_SIMD=avx2`` holds every AVX-512
+    code path back (dot products, filter bitmap, sketch scan), as if the CPU had none."""
+    flags = machine.get("cpu_flags")
+    if flags is None:
+        return None
+    held_back = machine.get("simd_env") == "avx2"
+    return {f: bool(flags.get(f)) and not (held_back and f.startswith("avx512")) for f in CPU_FLAGS}
+
+
+def cpu_differences(calibrated: Mapping[str, Any], here: Mapping[str, Any]) -> list[str]:
+    """What differs between the CPU a calibration was measured on and this one, in words."""
+    diffs = []
+    if calibrated.get("cpu") != here.get("cpu"):
+        diffs.append(f"CPU model {calibrated.get('cpu')!r} at calibration, {here.get('cpu')!r} here")
+    if calibrated.get("cores") != here.get("cores"):
+        diffs.append(f"{calibrated.get('cores')} cores at calibration, {here.get('cores')} here")
+    old, new = _usable_flags(calibrated), _usable_flags(here)
+    if old is None or new is None:
+        if old != new:
+            side = "the calibration CPU" if old is None else "this CPU"
+            diffs.append(f"the flags of {side} are unknown")
+    else:
+        gained = [f for f in CPU_FLAGS if new[f] and not old[f]]
+        lost = [f for f in CPU_FLAGS if old[f] and not new[f]]
+        if gained:
+            diffs.append(f"the engine can use {' '.join(gained)} here, which it could not at calibration")
+        if lost:
+            diffs.append(f"the engine cannot use {' '.join(lost)} here, which it used at calibration")
+    return diffs
+
+
+# --------------------------------------------------------------------------
 # Thresholds file
 # --------------------------------------------------------------------------
 
 
-def load_thresholds(path: str | os.PathLike[str]) -> Thresholds:
-    """Read and validate a thresholds file (written by :func:`calibrate`)."""
+def _load_entry(p: Path, kernel: str, entry: Mapping[str, Any]) -> Thresholds:
+    where = f"{p} (kernel {kernel})"
+    known = {f for f in GateConfig.__dataclass_fields__}
+    cfg = entry.get("config", {})
+    unknown = set(cfg) - known
+    if unknown:
+        raise GateError(f"{where}: unknown config keys {sorted(unknown)}")
+    config = GateConfig(**cfg)
+    specs, limit, quiet = [], {}, {}
+    for item in entry["ratios"]:
+        spec = RatioSpec(str(item["label"]), str(item["numerator"]), str(item["denominator"]))
+        for key in (spec.numerator, spec.denominator):
+            if key not in peers.SYSTEMS:
+                raise GateError(
+                    f"{where}: ratio {spec.label!r} names unknown system {key!r}; known: {', '.join(peers.SYSTEMS)}"
+                )
+        thr = float(item["threshold"])
+        if not thr > 0 or not math.isfinite(thr):
+            raise GateError(f"{where}: ratio {spec.label!r} has a bad threshold {thr}")
+        specs.append(spec)
+        limit[spec.label] = thr
+        q = item.get("quiet")
+        quiet[spec.label] = None if q is None else float(q)
+    if not specs:
+        raise GateError(f"{where}: no ratios to check")
+    machine = dict(entry.get("machine") or {})
+    machine.setdefault("simd", kernel)
+    return Thresholds(
+        path=p,
+        kernel=kernel,
+        config=config,
+        specs=specs,
+        limit=limit,
+        quiet=quiet,
+        machine=machine,
+        command=str(entry.get("command", "")),
+        calibrated_at=str(entry.get("calibrated_at", "")),
+        raw=dict(entry),
+    )
+
+
+def load_thresholds(path: str | os.PathLike[str]) -> ThresholdsFile:
+    """Read and validate a thresholds file (written by :func:`calibrate`): one calibration per kernel."""
     p = Path(path)
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
@@ -149,34 +325,112 @@ def load_thresholds(path: str | os.PathLike[str]) -> Thresholds:
     except (OSError, ValueError) as exc:
         raise GateError(f"cannot read thresholds file {p}: {exc}") from None
     try:
-        known = {f for f in GateConfig.__dataclass_fields__}
-        cfg = raw.get("config", {})
-        unknown = set(cfg) - known
-        if unknown:
-            raise GateError(f"{p}: unknown config keys {sorted(unknown)}")
-        config = GateConfig(**cfg)
-        specs, limit, quiet = [], {}, {}
-        for entry in raw["ratios"]:
-            spec = RatioSpec(str(entry["label"]), str(entry["numerator"]), str(entry["denominator"]))
-            for key in (spec.numerator, spec.denominator):
-                if key not in peers.SYSTEMS:
-                    raise GateError(
-                        f"{p}: ratio {spec.label!r} names unknown system {key!r}; known: {', '.join(peers.SYSTEMS)}"
-                    )
-            thr = float(entry["threshold"])
-            if not thr > 0 or not math.isfinite(thr):
-                raise GateError(f"{p}: ratio {spec.label!r} has a bad threshold {thr}")
-            specs.append(spec)
-            limit[spec.label] = thr
-            q = entry.get("quiet")
-            quiet[spec.label] = None if q is None else float(q)
+        if not isinstance(raw, dict):
+            raise TypeError("not a JSON object")
+        if "kernels" in raw:
+            entries = dict(raw["kernels"])
+        else:  # format 1: a single calibration, keyed by the kernel it recorded
+            kernel = (raw.get("machine") or {}).get("simd")
+            if not kernel:
+                raise GateError(
+                    f"{p}: the calibration does not record the SIMD kernel it was measured with, so "
+                    f"it cannot be matched to this CPU; recalibrate: `python -m trimem bench --gate-calibrate {p}`"
+                )
+            entries = {str(kernel): raw}
+        kernels = {str(k): _load_entry(p, str(k), e) for k, e in entries.items()}
     except GateError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise GateError(f"{p}: malformed thresholds file ({type(exc).__name__}: {exc})") from None
-    if not specs:
-        raise GateError(f"{p}: no ratios to check")
-    return Thresholds(p, config, specs, limit, quiet, raw)
+    if not kernels:
+        raise GateError(f"{p}: no calibration in the file")
+    return ThresholdsFile(p, kernels, raw)
+
+
+# --------------------------------------------------------------------------
+# Which calibration applies on this CPU
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class GatePlan:
+    """What the gate does on this CPU with this file (decided before anything is measured)."""
+
+    action: Literal["check", "force", "refuse"]
+    kernel: str  # the calibration that applies (check, force); the running kernel (refuse)
+    env: dict[str, str] = field(default_factory=dict)  # force: the child's extra environment
+    warnings: list[str] = field(default_factory=list)
+    error: str = ""  # refuse: why
+
+
+def _env_of(machine: Mapping[str, Any]) -> dict[str, str]:
+    """The environment that chose the engine's kernel on ``machine``, to repeat it in a recipe."""
+    return {SIMD_ENV: str(machine["simd_env"])} if machine.get("simd_env") else {}
+
+
+def _calibrate_hint(path: Path, env: Mapping[str, str] | None = None) -> str:
+    prefix = "".join(f"{k}={v} " for k, v in (env or {}).items())
+    return f"{prefix}python -m trimem bench --gate-calibrate {path} --gate-runs 3"
+
+
+def plan_gate(tf: ThresholdsFile, here: Mapping[str, Any]) -> GatePlan:
+    """Pick the calibration for the running kernel, or a kernel the CPU can be made to run.
+
+    ``here`` is :func:`cpu_record` of this process.
+    """
+    running = str(here.get("simd"))
+    if running in tf.kernels:
+        th = tf.kernels[running]
+        diffs = cpu_differences(th.machine, here)
+        warnings = []
+        if diffs:
+            warnings.append(
+                f"this CPU differs from the one the {running} thresholds were calibrated on "
+                f"({th.calibrated_at or 'date unknown'}): {'; '.join(diffs)}. The SIMD kernel is the "
+                "same, so the thresholds apply, but ratios can shift between CPUs; if the gate fails "
+                "here without a code change, or passes by a wide margin, recalibrate on this "
+                f"machine: {_calibrate_hint(tf.path, _env_of(here))}"
+            )
+        return GatePlan("check", running, warnings=warnings)
+
+    calibrated = "; ".join(f"{k} ({_describe(t.machine)})" for k, t in tf.kernels.items())
+    flags = here.get("cpu_flags")
+    for kernel, (env, needs, replaces) in FORCIBLE.items():
+        if kernel not in tf.kernels or running not in replaces:
+            continue
+        if here.get("simd_env") == env.get(SIMD_ENV):
+            continue  # already set, and the engine still picked another kernel
+        if flags is not None and not all(flags.get(f) for f in needs):
+            continue
+        setting = " ".join(f"{k}={v}" for k, v in env.items())
+        return GatePlan(
+            "force",
+            kernel,
+            env=dict(env),
+            warnings=[
+                f"this CPU runs the {running} SIMD kernel ({_describe(here)}), but {tf.path} has "
+                f"thresholds only for: {calibrated}. Ratios measured with another kernel are not "
+                f"comparable, so the gate re-runs itself with {setting} and applies the committed "
+                f"{kernel} thresholds. The {running} code paths are NOT gated by this run; to gate "
+                f"them, calibrate this kernel on a quiet machine (the file keeps the other kernels): "
+                f"{_calibrate_hint(tf.path)}"
+            ],
+        )
+    unset = ""
+    if here.get("simd_env"):  # the user held a kernel back: the native one may be calibrated
+        unset = f" (${SIMD_ENV}={here['simd_env']} is set; without it the engine may pick a calibrated kernel)"
+    return GatePlan(
+        "refuse",
+        running,
+        error=(
+            f"{tf.path} has no thresholds for the {running} SIMD kernel this run uses "
+            f"({_describe(here)}); it has: {calibrated}, and this run cannot switch to one of "
+            f"those{unset}. Thresholds of another kernel would be meaningless here, and thresholds "
+            "measured now from the code under test could not catch its regressions, so the gate "
+            "does not run. Calibrate this kernel on a quiet machine (the file keeps the other "
+            f"kernels): {_calibrate_hint(tf.path, _env_of(here))}"
+        ),
+    )
 
 
 # --------------------------------------------------------------------------
@@ -212,6 +466,10 @@ def slowdown_from_env() -> float:
     return value
 
 
+def _is_trimem(key: str) -> bool:
+    return key.startswith("trimem")
+
+
 class Bench(Protocol):
     def build(self) -> None: ...
     def measure(self) -> Measurement: ...
@@ -237,7 +495,15 @@ class GateBench:
         ds = make_dataset(c.n, c.dim, seed=c.seed, n_queries=c.queries)
         windows = [time_window(ds.timestamps, c.window, seed=c.seed * 1_000_003 + i) for i in range(c.queries)]
         wl = peers.Workload(ds=ds, k=c.k, windows=windows, window_fraction=c.window, show_progress=self.show_progress)
-        self.ready, skipped = build_systems(peers.make_systems(keys), wl, self.shared)
+        # trimem's index gets one thread, as every peer answers on one: with more, a hybrid search
+        # runs its two legs on a second core when one is free, so its latency, and the hybrid
+        # ratio, would follow what else the machine runs rather than the code under test.
+        theirs = [k for k in keys if not _is_trimem(k)]
+        ours = [k for k in keys if _is_trimem(k)]
+        ready, skipped = build_systems(peers.make_systems(theirs), wl, self.shared)
+        ready2, skipped2 = build_systems(peers.make_systems(ours), replace(wl, threads=1), self.shared)
+        self.ready = sorted(ready + ready2, key=lambda s: keys.index(s.key))
+        skipped += skipped2
         if skipped:
             raise GateError(
                 "the gate needs every system its ratios name; not available here: "
@@ -249,7 +515,7 @@ class GateBench:
                 s.query(i)
 
     def _wrap(self, s: peers.System) -> Callable[[int], Any]:
-        if self.slowdown != 1.0 and s.key.startswith("trimem"):
+        if self.slowdown != 1.0 and _is_trimem(s.key):
             return _slowed(s.query, self.slowdown)
         return s.query
 
@@ -286,6 +552,11 @@ class GateBench:
 # --------------------------------------------------------------------------
 
 
+def _num(v: float) -> str:
+    """A ratio for people: 3 decimals, or 3 significant digits for ratios under 0.1 (bm25s)."""
+    return f"{v:.3f}" if abs(v) >= 0.1 else f"{v:.3g}"
+
+
 def _table(th: Thresholds, m: Measurement, over: set[str]) -> str:
     lines = [
         "| ratio (trimem / peer, p50; < 1 means trimem is faster) | measured | rounds min–max | quiet | threshold | |",
@@ -295,8 +566,8 @@ def _table(th: Thresholds, m: Measurement, over: set[str]) -> str:
         r = m.rounds[spec.label]
         q = th.quiet.get(spec.label)
         lines.append(
-            f"| {spec.label} | {m.ratios[spec.label]:.3f} | {min(r):.3f}–{max(r):.3f} | "
-            f"{'–' if q is None else f'{q:.3f}'} | {th.limit[spec.label]:.3f} | "
+            f"| {spec.label} | {_num(m.ratios[spec.label])} | {_num(min(r))}–{_num(max(r))} | "
+            f"{'–' if q is None else _num(q)} | {_num(th.limit[spec.label])} | "
             f"{'**over**' if spec.label in over else 'ok'} |"
         )
     return "\n".join(lines)
@@ -304,6 +575,66 @@ def _table(th: Thresholds, m: Measurement, over: set[str]) -> str:
 
 def _over(th: Thresholds, m: Measurement) -> set[str]:
     return {s.label for s in th.specs if m.ratios[s.label] > th.limit[s.label]}
+
+
+def _loose(th: Thresholds, m: Measurement) -> list[str]:
+    """Ratios so far under their calibration that the threshold has stopped guarding them.
+
+    After an intended speed-up the old threshold lets trimem lose all of it and more before the
+    gate notices; worth a warning, never a failure. Load can do the same to a ratio of systems
+    with very different latencies (a long query is preempted more often than a short one), so
+    the warning names both causes.
+    """
+    headroom = float(th.raw.get("headroom") or HEADROOM)
+    notes = []
+    for spec in th.specs:
+        q, v = th.quiet.get(spec.label), m.ratios[spec.label]
+        if q is not None and v > 0 and v * headroom < q:
+            notes.append(
+                f"ratio '{spec.label}' measured {_num(v)}, {q / v:.1f}x under its calibrated {_num(q)}: "
+                f"its threshold {_num(th.limit[spec.label])} would let a {th.limit[spec.label] / v:.1f}x "
+                "slowdown pass"
+            )
+    return notes
+
+
+def _pump(src: IO[str] | None, dst: TextIO) -> None:
+    if src is None:
+        return
+    for line in src:
+        dst.write(line)
+        dst.flush()
+
+
+def _run_forced(
+    path: Path,
+    env: Mapping[str, str],
+    factor: float,
+    *,
+    show_progress: bool,
+    json_path: str | os.PathLike[str] | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Run the gate in a child process with ``env`` (the engine picks its kernels once per process)."""
+    cmd = [sys.executable, "-m", "trimem.bench.gate", str(path)]
+    if not show_progress:
+        cmd.append("--no-progress")
+    if json_path is not None:
+        cmd += ["--json", str(json_path)]
+    child_env = {**os.environ, **env}
+    if factor != 1.0:
+        child_env[SLOWDOWN_ENV] = repr(factor)
+    else:
+        child_env.pop(SLOWDOWN_ENV, None)
+    # The child's output is forwarded line by line (not inherited) so that callers that replaced
+    # out/err, such as tests, see it too.
+    with subprocess.Popen(cmd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        side = threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)
+        side.start()
+        _pump(proc.stdout, out)
+        side.join()
+        return proc.wait()
 
 
 def run_gate(
@@ -315,13 +646,15 @@ def run_gate(
     out: TextIO | None = None,
     err: TextIO | None = None,
     make_bench: Callable[[GateConfig, Sequence[RatioSpec], float], Bench] | None = None,
+    cpu: Mapping[str, Any] | None = None,
 ) -> int:
-    """Measure the ratios named in ``path`` and compare them with its thresholds.
+    """Measure the ratios of the calibration that applies on this CPU and compare them with its thresholds.
 
     Returns 0 when every ratio is within its threshold, 1 when one exceeds it in the first
     measurement and again in the one re-measurement, 2 when the gate cannot run (debug build,
-    bad file, missing peer). Tables go to ``out``, verdicts and errors to ``err``.
-    ``make_bench(config, specs, slowdown)`` replaces the real measurement (tests).
+    bad file, missing peer, no calibration usable on this CPU). Tables go to ``out``, verdicts,
+    warnings and errors to ``err``. ``make_bench(config, specs, slowdown)`` replaces the real
+    measurement and ``cpu`` this machine's :func:`cpu_record` (tests).
     """
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
@@ -332,11 +665,27 @@ def run_gate(
     t_start = time.perf_counter()
     try:
         check_release("a performance gate", hint="; the gate never runs on a debug build")
-        th = load_thresholds(path)
+        tf = load_thresholds(path)
         factor = slowdown_from_env() if slowdown is None else float(slowdown)
     except (DebugBuildError, GateError) as exc:
         say(f"perf gate: error: {exc}")
         return ERROR
+    here = dict(cpu_record() if cpu is None else cpu)
+    plan = plan_gate(tf, here)
+    for w in plan.warnings:
+        say(f"perf gate: WARNING: {w}")
+    if plan.action == "refuse":
+        say(f"perf gate: error: {plan.error}")
+        return ERROR
+    if plan.action == "force":
+        rc = _run_forced(tf.path, plan.env, factor, show_progress=show_progress, json_path=json_path, out=out, err=err)
+        setting = " ".join(f"{k}={v}" for k, v in plan.env.items())
+        say(
+            f"perf gate: the run above used the {plan.kernel} kernel ({setting}); this CPU's own "
+            f"{here.get('simd')} kernel was not gated (see the warning at the top)"
+        )
+        return rc
+    th = tf.kernels[plan.kernel]
     c = th.config
     if factor != 1.0:
         say(
@@ -344,9 +693,10 @@ def run_gate(
             f"({SLOWDOWN_ENV} / slowdown=): this run tests that the gate fails"
         )
     print(
-        f"trimem perf gate ({th.path}): n={c.n}, dim={c.dim}, {c.queries} queries, "
-        f"{c.rounds} interleaved rounds per measurement; value = median over rounds of the "
-        "per-round p50 ratio",
+        f"trimem perf gate ({tf.path}): {_describe(here)}; thresholds of kernel {th.kernel} "
+        f"calibrated {th.calibrated_at or '(date unknown)'} on {th.machine.get('cpu', '?')!r}. "
+        f"1-minute load {_load()}. n={c.n}, dim={c.dim}, {c.queries} queries, {c.rounds} interleaved "
+        "rounds per measurement; value = median over rounds of the per-round p50 ratio",
         file=out,
         flush=True,
     )
@@ -381,14 +731,24 @@ def run_gate(
     finally:
         bench.close()
 
+    loose = _loose(th, measurements[-1]) if factor == 1.0 else []
+    for note in loose:
+        say(
+            f"perf gate: WARNING: {note}. After an intended speed-up, recalibrate to keep it guarded "
+            f"({_calibrate_hint(tf.path, _env_of(here))}); on a busy machine (see the load above), "
+            "load can lower a ratio of systems with very different latencies"
+        )
     elapsed = time.perf_counter() - t_start
     if json_path is not None:
         doc = {
-            "thresholds_file": str(th.path),
+            "thresholds_file": str(tf.path),
+            "kernel": th.kernel,
+            "calibration": {"calibrated_at": th.calibrated_at, "machine": th.machine, "command": th.command},
             "config": asdict(c),
             "slowdown": factor,
-            "machine": machine_info(),
+            "machine": here,
             "versions": versions(),
+            "warnings": plan.warnings + loose,
             "measurements": [asdict(m) for m in measurements],
             "thresholds": th.limit,
             "failed": sorted(failing),
@@ -404,20 +764,64 @@ def run_gate(
             q = th.quiet.get(spec.label)
             say(
                 f"PERF GATE FAILED: ratio '{spec.label}' ({spec.numerator} p50 / "
-                f"{spec.denominator} p50) = {min(vals):.3f} exceeds its threshold "
-                f"{th.limit[spec.label]:.3f} (measured {', then '.join(f'{v:.3f}' for v in vals)}"
-                f"{'' if q is None else f'; quiet-run ratio {q:.3f}'}; thresholds in {th.path})"
+                f"{spec.denominator} p50) = {_num(min(vals))} exceeds its threshold "
+                f"{_num(th.limit[spec.label])} (measured {', then '.join(_num(v) for v in vals)}"
+                f"{'' if q is None else f'; quiet-run ratio {_num(q)}'}; kernel {th.kernel}; thresholds in {tf.path})"
             )
-        say(f"perf gate: FAILED ({len(failing)} of {len(th.specs)} ratios) in {elapsed:.0f}s")
+        say(f"perf gate: FAILED ({len(failing)} of {len(th.specs)} ratios, kernel {th.kernel}) in {elapsed:.0f}s")
         return FAILED
     again = " after one re-measurement" if len(measurements) > 1 else ""
-    say(f"perf gate: passed{again}: {len(th.specs)} ratios within their thresholds ({elapsed:.0f}s)")
+    say(f"perf gate: passed{again}: {len(th.specs)} ratios within their kernel {th.kernel} thresholds ({elapsed:.0f}s)")
     return PASSED
 
 
 # --------------------------------------------------------------------------
 # Calibrating
 # --------------------------------------------------------------------------
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # not on every platform
+        return None
+
+
+def _sig(x: float, digits: int = 4, *, down: bool = False) -> float:
+    """``x`` to ``digits`` significant digits (rounded down with ``down``): fixed decimals would
+    leave a ratio of 0.006 one digit, and its threshold a step of 15 %."""
+    if not x > 0 or not math.isfinite(x):
+        return x
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
+    return (math.floor(x * scale) if down else round(x * scale)) / scale
+
+
+ABOUT = (
+    "Thresholds of the CI performance gate (python -m trimem bench --gate), one calibration per "
+    "SIMD kernel of the engine ('kernels', keyed by trimem.simd_kernel()). Each ratio is "
+    "trimem's p50 latency over a peer's, measured in one process over interleaved rounds "
+    "(median of per-round ratios); the gate fails when a ratio exceeds 'threshold' twice in a "
+    "row. 'quiet' is the median of 'quiet_runs', measured by the kernel's 'command' on its "
+    "'machine' (CPU model, cores, the CPU flags the engine dispatches on); threshold = "
+    "floor(headroom x quiet). Never an absolute time. The gate applies the calibration of the "
+    "kernel it runs; without one it runs a calibrated kernel if the CPU can (TRIMEM_SIMD=avx2 on "
+    "an AVX-512 CPU), and otherwise refuses. Recalibrate a kernel on your CI machine when it "
+    "changes, or after an intended speed change; the other kernels' entries are kept."
+)
+
+
+def _existing_kernels(p: Path) -> dict[str, Any]:
+    """The other kernels' calibrations already in ``p``, to keep them when this one is rewritten."""
+    if not p.exists():
+        return {}
+    tf = load_thresholds(p)  # a file that cannot be read is an error, never silently replaced
+    kept = {}
+    for kernel, th in tf.kernels.items():
+        entry = dict(th.raw)
+        if "kernels" not in tf.raw:  # format 1: drop the file-level keys
+            entry.pop("about", None)
+        kept[kernel] = entry
+    return kept
 
 
 def calibrate(
@@ -431,16 +835,25 @@ def calibrate(
     show_progress: bool = True,
     err: TextIO | None = None,
 ) -> dict[str, Any]:
-    """Measure ``runs`` times (fresh build each) and write thresholds to ``path``.
+    """Measure ``runs`` times (fresh build each) and write the running kernel's thresholds to ``path``.
 
-    Each threshold is ``headroom`` x the median of the runs' ratios, rounded *down* to 3
-    decimals, so it is at most ``headroom`` times the quiet ratio. Run it on a quiet machine.
+    Each threshold is ``headroom`` x the median of the runs' ratios, rounded *down* to 4
+    significant digits, so it is at most ``headroom`` times the quiet ratio. The calibration is stored
+    under the SIMD kernel the engine runs (:func:`trimem.simd_kernel`, after ``$TRIMEM_SIMD``);
+    the file's calibrations of other kernels are kept. Run it on a quiet machine. Returns the
+    whole file as written.
     """
     err = sys.stderr if err is None else err
     check_release("calibrating the performance gate", hint="")
     if runs < 1 or not headroom >= 1.0:
         raise ValueError("need runs >= 1 and headroom >= 1")
     config = GateConfig() if config is None else config
+    p = Path(path)
+    kept = _existing_kernels(p)
+    here = cpu_record()
+    kernel = str(trimem.simd_kernel())
+    print(f"gate calibration: {_describe(here)}", file=err, flush=True)
+    load = [_load()]
     t0 = time.perf_counter()
     per_run: list[Measurement] = []
     for r in range(runs):
@@ -451,53 +864,87 @@ def calibrate(
             per_run.append(bench.measure())
         finally:
             bench.close()
+    load.append(_load())
+    busy = [x for x in load if x is not None and x > (os.cpu_count() or 1)]
+    if busy:
+        # Preemption lengthens a long query more often than a short one, so a ratio between
+        # systems of very different speeds (trimem bm25 / bm25s) falls as the load rises.
+        print(
+            f"gate calibration: WARNING: the machine was busy (1-minute load {max(busy):.1f} on "
+            f"{os.cpu_count()} cores); ratios of systems with very different latencies move with "
+            "load, so thresholds calibrated now may not fit a quiet run. Recalibrate when it is quiet.",
+            file=err,
+            flush=True,
+        )
     ratios: list[dict[str, Any]] = []
     for spec in specs:
         vals = [m.ratios[spec.label] for m in per_run]
         # The threshold comes from the quiet value as written, so the file is consistent with
         # its own rule (from the unrounded median, 1.5 x 1.0333 could give 1.550).
-        quiet = round(float(np.median(vals)), 4)
+        quiet = _sig(float(np.median(vals)))
         ratios.append(
             {
                 "label": spec.label,
                 "numerator": spec.numerator,
                 "denominator": spec.denominator,
-                "quiet_runs": [round(v, 4) for v in vals],
+                "quiet_runs": [_sig(v) for v in vals],
                 "quiet": quiet,
                 "spread_pct": round(100 * (max(vals) - min(vals)) / quiet, 1),
-                "threshold": math.floor(headroom * quiet * 1000) / 1000,
+                "threshold": _sig(headroom * quiet, down=True),
             }
         )
-    doc = {
-        "about": (
-            "Thresholds of the CI performance gate (python -m trimem bench --gate). Each ratio is "
-            "trimem's p50 latency over a peer's, measured in one process over interleaved rounds "
-            "(median of per-round ratios); the gate fails when a ratio exceeds 'threshold' twice "
-            "in a row. 'quiet' is the median of 'quiet_runs', measured by 'command' on 'machine'; "
-            "threshold = floor(headroom x quiet). Never an absolute time. Recalibrate on your CI "
-            "machine when it changes, or after an intended speed change."
-        ),
-        "command": command or f"python -m trimem bench --gate-calibrate {path} --gate-runs {runs}",
+    command = command or f"python -m trimem bench --gate-calibrate {path} --gate-runs {runs}"
+    if here["simd_env"]:  # the kernel was chosen by the environment: say so in the recipe
+        command = f"{SIMD_ENV}={here['simd_env']} {command}"
+    entry = {
+        "command": command,
         "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine_info(),
+        "machine": here,
         "versions": versions(),
         "config": asdict(config),
         "headroom": headroom,
         "runs": runs,
         "run_seconds": [round(m.seconds, 1) for m in per_run],
         "calibration_seconds": round(time.perf_counter() - t0, 1),
+        "load_average": load,  # 1-minute load before and after: quiet means under the core count
         "ratios": ratios,
     }
-    p = Path(path)
+    others = {k: v for k, v in kept.items() if k != kernel}
+    doc = {"about": ABOUT, "format": FILE_FORMAT, "kernels": dict(sorted({**others, kernel: entry}.items()))}
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    for entry in ratios:
+    for item in ratios:
         print(
-            f"  {entry['label']}: quiet {entry['quiet']:.3f} (runs "
-            f"{', '.join(f'{v:.3f}' for v in entry['quiet_runs'])}; spread "
-            f"{entry['spread_pct']:.0f}%) -> threshold {entry['threshold']:.3f}",
+            f"  {item['label']}: quiet {_num(item['quiet'])} (runs "
+            f"{', '.join(_num(v) for v in item['quiet_runs'])}; spread "
+            f"{item['spread_pct']:.0f}%) -> threshold {_num(item['threshold'])}",
             file=err,
             flush=True,
         )
-    print(f"wrote {p}", file=err, flush=True)
+    for k, e in others.items():
+        print(f"kept the thresholds of kernel {k} (calibrated {e.get('calibrated_at', '?')})", file=err, flush=True)
+    print(f"wrote kernel {kernel} to {p}", file=err, flush=True)
     return doc
+
+
+# --------------------------------------------------------------------------
+# Entry point of the child process that runs another kernel
+# --------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The gate alone, ``python -m trimem.bench.gate [THRESHOLDS.json]``: what ``trimem bench --gate``
+    runs, without the rest of the CLI; the gate starts it to run another SIMD kernel."""
+    ap = argparse.ArgumentParser(
+        prog="python -m trimem.bench.gate",
+        description="Run the CI performance gate (the same as python -m trimem bench --gate).",
+    )
+    ap.add_argument("thresholds", nargs="?", default=DEFAULT_THRESHOLDS, help=f"default {DEFAULT_THRESHOLDS}")
+    ap.add_argument("--no-progress", action="store_true", help="no progress output on stderr")
+    ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON to PATH")
+    args = ap.parse_args(argv)
+    return run_gate(args.thresholds, show_progress=not args.no_progress, json_path=args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
