@@ -24,9 +24,8 @@ import time
 import numpy as np
 
 import trimem
-from trimem import HybridIndex, Memory
+from trimem import HybridIndex, Memory, Policy
 from trimem.bench.datasets import make_dataset
-from trimem.lifecycle import Policy
 
 DAY = 86_400_000_000
 

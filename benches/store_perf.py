@@ -61,7 +61,7 @@ def folder_bytes(path: Path) -> int:
 def single_retains(root: Path, vectors: np.ndarray, texts: list[str], reps: int) -> dict[str, float]:
     """p50 of a durable one-episode retain vs an append + fsync of the same bytes, interleaved."""
     from trimem import Memory
-    from trimem.ops import OpRetain, encode_op
+    from trimem._backend.ops import OpRetain, encode_op
 
     mem = Memory(root / "single", embedder=Fixed(), durability="fsync")
     raw_path = root / "raw.log"

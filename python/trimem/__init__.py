@@ -51,15 +51,15 @@ from trimem.errors import (
 from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
 
 if TYPE_CHECKING:
-    from trimem.lifecycle import Policy
+    from trimem.config import Policy
     from trimem.memory import Memory
-    from trimem.recall import RecallBundle
+    from trimem.pipeline.bundle import RecallBundle
 
 __version__ = "0.1.0"
 
 # `Memory` pulls in the rewriter, extractor and embedders: these load on first use so that
 # `import trimem` stays as light as the engine.
-_LAZY = {"Memory": "trimem.memory", "Policy": "trimem.lifecycle", "RecallBundle": "trimem.recall"}
+_LAZY = {"Memory": "trimem.memory", "Policy": "trimem.config", "RecallBundle": "trimem.pipeline.bundle"}
 
 
 def __getattr__(name: str) -> object:

@@ -144,6 +144,41 @@ class Placement(msgspec.Struct, frozen=True):
     item: Any
 
 
+class Turn(msgspec.Struct, frozen=True):
+    """One turn of a session's working memory."""
+
+    role: str
+    text: str
+    timestamp: int  # µs since the epoch
+    importance: float = 0.0
+
+
+class Modality(msgspec.Struct, frozen=True):
+    """A registered perceptual modality: its vector space and the encoder (by name and width)
+    that maps its items into it."""
+
+    name: str
+    space: str
+    encoder: str
+    dim: int
+
+
+class PerceptRecord(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
+    """One perceived item: where it lives (modality, space, user scope), when, and what the
+    caller said about it. The raw item is not kept; ``ref`` is the caller's pointer to it."""
+
+    id: int
+    modality: str
+    space: str
+    agent_id: str
+    user_id: str
+    timestamp: int  # µs since the epoch, UTC
+    caption: str | None = None
+    ref: str | None = None
+    importance: float = 0.5
+    metadata: dict[str, Any] = {}
+
+
 class Recovery(msgspec.Struct, frozen=True):
     """What opening a store found (:meth:`trimem.Memory.recovery`)."""
 
@@ -171,6 +206,20 @@ class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=
 _encoder = msgspec.msgpack.Encoder()
 _extras_decoder = msgspec.msgpack.Decoder(EpisodeExtras)
 _PLAIN_EXTRAS = _encoder.encode([])  # an empty array decodes to all defaults
+
+
+def search_text(e: Episode) -> str:
+    """What the indexes see of an episode: its text plus topic, keywords and tool call."""
+    if not e.topic and not e.keywords and e.tool is None:
+        return e.text
+    parts = [e.text]
+    if e.topic:
+        parts.append(e.topic)
+    parts.extend(e.keywords)
+    if e.tool is not None:
+        parts.append(f"{e.tool.name} {' '.join(f'{k} {v}' for k, v in e.tool.args.items())}")
+        parts.append(e.tool.result[:2000])
+    return "\n".join(parts)
 
 
 def episode_payload(e: Episode, indexed_text: str) -> bytes:

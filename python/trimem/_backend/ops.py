@@ -1,5 +1,9 @@
-"""Operations: every change to a `Memory` is one of these, written to the log first and then
-applied by the same code whether it is live or replayed on open (so the two cannot differ).
+"""The write vocabulary of the backend seam: every change to a `Memory` is one of these ops.
+
+Layers describe a change as ops and hand them to :meth:`trimem._backend.Backend.write` in one
+batch; a backend applies a batch atomically. The embedded backend writes them to its log first
+and applies them by the same code whether live or replayed on open (so the two cannot differ);
+a database backend turns each into statements of one transaction.
 """
 
 from __future__ import annotations
@@ -8,9 +12,7 @@ from typing import Any
 
 import msgspec
 
-from trimem.perceptual import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister
-from trimem.records import Episode, FactVersion, KnowledgeDoc
-from trimem.working import Turn
+from trimem.records import Episode, FactVersion, KnowledgeDoc, Modality, PerceptRecord, Turn
 
 
 class OpMeta(msgspec.Struct, tag="meta", frozen=True):
@@ -87,6 +89,24 @@ class OpWorking(msgspec.Struct, tag="working", frozen=True):
     session_id: str
     turns: list[Turn] | None = None
     vars: dict[str, Any] = {}
+
+
+class OpPerceptRegister(msgspec.Struct, tag="percept_register", frozen=True):
+    """A modality was registered (its space, encoder name and width; not the encoder)."""
+
+    modality: Modality
+
+
+class OpPerceptAdd(msgspec.Struct, tag="percept_add", frozen=True):
+    records: list[PerceptRecord]
+    vectors: list[bytes]  # float32, one per record, in its space's width
+
+
+class OpPerceptDelete(msgspec.Struct, tag="percept_delete", frozen=True):
+    ids: list[int]
+
+
+PerceptOp = OpPerceptRegister | OpPerceptAdd | OpPerceptDelete
 
 
 class FactsState(msgspec.Struct, frozen=True, array_like=True):

@@ -132,4 +132,4 @@ def execute(memory: Memory, name: str, args: dict[str, Any]) -> Any:
         except UnknownIdError as e:
             raise InvalidArgumentError(f"forget: {e}") from None
     stats = memory.stats()
-    return {k: stats[k] for k in ("episodes", "knowledge", "facts", "users")}
+    return {"episodes": stats.episodes, "knowledge": stats.knowledge, "facts": stats.facts, "users": stats.users}

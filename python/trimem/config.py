@@ -1,7 +1,5 @@
-"""The memory lifecycle policy: how use reinforces importance, how time decays relevance, how
-long each layer keeps what it holds, when working memory is consolidated and how duplicates
-are caught. One :class:`Policy` configures all of it; the ranking terms run inside the
-engine's search call, the retention arithmetic over whole columns at once.
+"""Every default of trimem, in one place: the lifecycle :class:`Policy` (ranking, reinforcement,
+retention, consolidation, dedup, working memory) and the limits and floors of the memory layers.
 
 >>> p = Policy()
 >>> p.effective_importance(0.5, uses=3)
@@ -14,18 +12,41 @@ engine's search call, the retention arithmetic over whole columns at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final
 
 import msgspec
 import numpy as np
 
 from trimem.errors import InvalidArgumentError
-from trimem.ops import OpForget
-from trimem.records import Episode
-from trimem.scope import check_id, episode_namespace, knowledge_namespace
 
-if TYPE_CHECKING:
-    from trimem.memory import Memory
+__all__ = [
+    "BM25_K1",
+    "CHECKPOINT_BYTES",
+    "DAY_US",
+    "LAYERS",
+    "MAX_BATCH",
+    "MAX_TEXT_CHARS",
+    "MIN_BM25_SHARE",
+    "MIN_COSINE",
+    "MIN_COSINE_ALONE",
+    "Policy",
+    "explain",
+]
+
+MAX_TEXT_CHARS: Final = 100_000
+"""Longest text one episode, document or query may hold (split longer ones)."""
+MAX_BATCH: Final = 20_000
+"""A retain batch beyond this lands as several log records (each atomic on its own)."""
+CHECKPOINT_BYTES: Final = 64 << 20
+"""Log size at which the embedded store writes a snapshot (a reopen replays at most this)."""
+BM25_K1: Final = 1.2
+"""The engine's BM25 k1 (HybridIndex's default), used to scale the keyword floor."""
+MIN_BM25_SHARE: Final = 0.3
+"""Keyword floor: this share of what an average document holding each query term once scores."""
+MIN_COSINE: Final = 0.3
+"""Vector floor of a hit that also matches keywords."""
+MIN_COSINE_ALONE: Final = 0.6
+"""Vector floor of a hit that shares no keyword with the question: it rests on similarity alone."""
 
 DAY_US = 86_400_000_000
 LAYERS = ("working", "episodic", "semantic")
@@ -53,6 +74,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     life_boost: float = 2.0
     # Consolidation: working items at or above this importance become episodes.
     consolidate_importance: float = 0.7
+    # Working memory: turns a session keeps before the oldest are consolidated or expire. A
+    # turn also expires once older than retention_days["working"].
     working_bound: int = 30
     # Dedup at retain: token-set Jaccard and (when both have vectors) cosine thresholds.
     dedup: bool = True
@@ -79,6 +102,11 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidArgumentError(f"dedup_min_cosine must be in [-1, 1], got {self.dedup_min_cosine!r}")
         if self.working_bound < 1 or self.touch_flush < 1:
             raise InvalidArgumentError("working_bound and touch_flush must be at least 1")
+
+    @property
+    def working_ttl_seconds(self) -> float:
+        """How long a working-memory turn lives (``retention_days["working"]``)."""
+        return self.retention_days["working"] * 86_400.0
 
     def half_life_us(self, layer: str) -> float:
         return self.half_life_days[_layer(layer)] * DAY_US
@@ -152,77 +180,3 @@ def _layer(layer: str) -> str:
     if layer not in LAYERS:
         raise InvalidArgumentError(f"unknown layer {layer!r}: use one of {LAYERS}")
     return layer
-
-
-# -- operations on a Memory (its methods call these) ------------------------------------------
-
-
-class Consolidation(msgspec.Struct, frozen=True):
-    """What consolidating a session's working memory did."""
-
-    session_id: str
-    kept: list[Episode]  # items that became episodes (or reinforced an existing one)
-    expired: int  # items below the importance threshold, dropped
-
-
-def consolidate(mem: Memory, session_id: str, *, user_id: str, agent_id: str, everything: bool) -> Consolidation:
-    """Working items at or above `policy.consolidate_importance` become episodes (with their
-    session, role and time), the rest expire. `everything` takes the live turns too (session
-    end or on demand); otherwise only those the capacity bound pushed out."""
-    wm = mem.working(session_id)
-    items = wm.take_evicted()
-    if everything:
-        items += wm.take_turns()
-    from trimem.memory import MAX_TEXT_CHARS, _collector_paused
-
-    threshold = mem.policy.consolidate_importance
-    # Empty or over-long turns expire instead of failing the whole consolidation. The ids are
-    # checked once, through retain's own validation, for all the turns (they share them); each
-    # draft gets its own keywords list and metadata dict. The cyclic collector waits, as in
-    # retain_many: the batch is many small new objects and no cycles.
-    with _collector_paused():
-        keep = [t for t in items if t.importance >= threshold and t.text.strip() and len(t.text) <= MAX_TEXT_CHARS]
-        shared = mem._episode_fields(".", user_id=user_id, agent_id=agent_id, session_id=session_id) if keep else {}
-        drafts = [
-            {
-                **shared,
-                "text": t.text,
-                "role": str(t.role),
-                "timestamp": int(t.timestamp),
-                "importance": min(1.0, float(t.importance)),
-                "keywords": [],
-                "metadata": {},
-            }
-            for t in keep
-        ]
-        kept = mem._retain_drafts(drafts, None)
-    return Consolidation(session_id=session_id, kept=kept, expired=len(items) - len(kept))
-
-
-def forget_expired(mem: Memory, now: int, *, user_id: str | None, agent_id: str) -> dict[str, int]:
-    """Applies the retention policy through the hard-delete path of `forget`: episodes and
-    knowledge documents whose lifetime (from their last use, longer for important or
-    reinforced ones) ran out, facts not set for the semantic lifetime (pinned facts stay; a
-    fact counts as of middling importance, 0.5), and working turns past the working retention."""
-    policy = mem.policy
-    # One pass over the columns of the user's records (or everyone's): the policy is vectorised.
-    mine = None if user_id is None else episode_namespace(agent_id, check_id("user_id", user_id))
-    episode_ids = policy.expired(mem._episode_index.columns(namespace=mine), "episodic", now).tolist()
-    private = None if user_id is None else knowledge_namespace(agent_id, user_id)
-    knowledge_ids = policy.expired(mem._knowledge_index.columns(namespace=private), "semantic", now).tolist()
-    fact_life = policy.lifetime_days("semantic", importance=0.5) * DAY_US
-    facts = sorted(
-        fk
-        for fk, f in mem.facts._current.items()
-        if (user_id is None or fk[:2] == (agent_id, user_id))
-        and fk not in mem.facts._pinned
-        and now - f.updated_at > fact_life
-    )
-    if episode_ids or knowledge_ids or facts:
-        mem._commit(OpForget(episode_ids=sorted(episode_ids), knowledge_ids=sorted(knowledge_ids), facts=facts))
-    turns = 0
-    for wm in list(mem._working.values()):
-        turns += wm.expire_older(
-            lambda t: now - t.timestamp > policy.lifetime_days("working", importance=t.importance) * DAY_US
-        )
-    return {"episodes": len(episode_ids), "knowledge": len(knowledge_ids), "facts": len(facts), "working": turns}

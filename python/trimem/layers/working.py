@@ -18,17 +18,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import msgspec
-
+from trimem._backend import Backend
+from trimem._backend.ops import OpWorking, encode_op
+from trimem._core import tokenize
+from trimem.config import Policy
 from trimem.errors import InvalidArgumentError
+from trimem.records import Turn
 from trimem.scope import check_id
-
-
-class Turn(msgspec.Struct, frozen=True):
-    role: str
-    text: str
-    timestamp: int  # µs since the epoch
-    importance: float = 0.0
 
 
 class WorkingMemory:
@@ -83,8 +79,6 @@ class WorkingMemory:
     def matching(self, query: str) -> list[Turn]:
         """Live turns sharing a keyword with `query`, oldest first (layered recall reads them
         before it searches long-term memory)."""
-        from trimem._core import tokenize
-
         wanted = set(tokenize(query, stopwords=True))
         if not wanted:
             return []
@@ -125,3 +119,64 @@ class WorkingMemory:
         self._turns.clear()
         self.vars.clear()
         self.evicted.clear()
+
+
+class Sessions:
+    """The working memory of every live session, bounded by the policy; a session the caller
+    saved is restored from the backend on open."""
+
+    def __init__(self, backend: Backend, policy: Policy) -> None:
+        self._backend = backend
+        self._policy = policy
+        self._live: dict[str, WorkingMemory] = {}
+        for op in backend.saved_sessions().values():
+            self._restore(op)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._live
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def live(self) -> list[WorkingMemory]:
+        return list(self._live.values())
+
+    def peek(self, session_id: str) -> WorkingMemory | None:
+        """The session's working memory if it exists (no session is created)."""
+        return self._live.get(session_id)
+
+    def get(self, session_id: str) -> WorkingMemory:
+        """The session's working memory, created on first use."""
+        wm = self._live.get(session_id)
+        if wm is None:
+            wm = self._live[session_id] = WorkingMemory(
+                session_id, capacity=self._policy.working_bound, ttl=self._policy.working_ttl_seconds
+            )
+        return wm
+
+    def save(self, session_id: str) -> None:
+        """Persists the session's turns and variables (plain data only) through the backend."""
+        wm = self.get(session_id)
+        op = OpWorking(session_id=wm.session_id, turns=wm.recent(), vars=dict(wm.vars))
+        try:
+            encode_op(op)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(
+                f"working memory of {session_id!r} holds a value that is not plain data: {e}"
+            ) from None
+        self._backend.write([op])
+
+    def _restore(self, op: OpWorking) -> None:
+        wm = self.get(op.session_id)
+        wm.reset()
+        for t in op.turns or []:
+            wm.add_turn(t.role, t.text, importance=t.importance, timestamp=t.timestamp)
+        wm.vars.update(op.vars)
+
+    def end(self, session_id: str) -> None:
+        """Resets the session and drops its saved copy."""
+        if session_id in self._backend.saved_sessions():
+            self._backend.write([OpWorking(session_id=session_id, turns=None)])
+        wm = self._live.pop(session_id, None)
+        if wm is not None:
+            wm.reset()

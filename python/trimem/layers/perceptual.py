@@ -9,7 +9,7 @@ spaces never mix. Every record belongs to a user (the engine namespace ``"agent/
 same scope as episodes), and every search is inside one user's records.
 
 >>> import numpy as np
->>> from trimem.perceptual import PerceptualMemory
+>>> from trimem.layers.perceptual import PerceptualMemory
 >>> class MeanColour:  # a toy image encoder: the mean (r, g, b) of an (h, w, 3) array
 ...     name, dim = "mean-rgb", 3
 ...     def __call__(self, images):
@@ -58,6 +58,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from trimem._backend.ops import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
 from trimem._core import Hits, HybridIndex, StoredRecord
 from trimem.embedders import check_vectors
 from trimem.errors import (
@@ -70,6 +71,7 @@ from trimem.errors import (
     StoreVersionError,
     UnknownIdError,
 )
+from trimem.records import Modality, PerceptRecord
 from trimem.scope import episode_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros_range
 
@@ -142,32 +144,6 @@ class PrecomputedEncoder:
         )
 
 
-class Modality(msgspec.Struct, frozen=True):
-    """A registered modality: its vector space and the encoder (by name and width) that maps its
-    items into it."""
-
-    name: str
-    space: str
-    encoder: str
-    dim: int
-
-
-class PerceptRecord(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
-    """One perceived item: where it lives (modality, space, user scope), when, and what the
-    caller said about it. The raw item is not kept; ``ref`` is the caller's pointer to it."""
-
-    id: int
-    modality: str
-    space: str
-    agent_id: str
-    user_id: str
-    timestamp: int  # µs since the epoch, UTC
-    caption: str | None = None
-    ref: str | None = None
-    importance: float = 0.5
-    metadata: dict[str, Any] = {}
-
-
 class PerceptHit(msgspec.Struct, frozen=True):
     """A search hit. ``score`` orders the hits: the cosine for a vector search, the fused
     (reciprocal rank) score for a hybrid one; ``cosine`` and ``bm25`` are each signal (None when
@@ -186,24 +162,6 @@ class PerceptualState(msgspec.Struct, frozen=True):
     last_id: int
     spaces: list[tuple[str, int]]  # (space, dim)
     modalities: list[Modality]
-
-
-class OpPerceptRegister(msgspec.Struct, tag="percept_register", frozen=True):
-    """A modality was registered (its space, encoder name and width; not the encoder)."""
-
-    modality: Modality
-
-
-class OpPerceptAdd(msgspec.Struct, tag="percept_add", frozen=True):
-    records: list[PerceptRecord]
-    vectors: list[bytes]  # float32, one per record, in its space's width
-
-
-class OpPerceptDelete(msgspec.Struct, tag="percept_delete", frozen=True):
-    ids: list[int]
-
-
-PerceptOp = OpPerceptRegister | OpPerceptAdd | OpPerceptDelete
 
 
 class _Extras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):

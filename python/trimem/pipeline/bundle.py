@@ -13,10 +13,9 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from trimem.errors import InvalidArgumentError
-from trimem.records import Fact, RecalledEpisode, RecalledKnowledge
+from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.timeutil import from_micros
-from trimem.working import Turn
 
 SECTION_TITLES = {
     "working": "## Working state (this session)",

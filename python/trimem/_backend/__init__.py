@@ -1,0 +1,211 @@
+"""The backend seam: where memories live, behind one protocol the layers and the pipeline use.
+
+A :class:`Backend` stores and searches episodes, knowledge documents and facts, allocates ids
+and keeps the counters and cursors of the lifecycle. Layers never hold durable state of their
+own: they describe every change as ops (:mod:`trimem._backend.ops`) and hand them to
+:meth:`Backend.write` in one batch, and read back through the methods below. The embedded
+backend (:mod:`trimem._backend.embedded`: the Rust engine and its write-ahead store) is the one
+there is today; a database backend implements the same contract.
+
+The contract, which ``tests/backend`` checks for every backend:
+
+* **Writes** — ``write(ops)`` applies a batch atomically: all of it or, when it raises, none of
+  it, and the caller's ids may be reused. It returns once the batch is as durable as the
+  backend's durability setting says. Every read after it sees it. A retain of a near-duplicate
+  (when its op asks for dedup) stores nothing and reinforces the episode it duplicates; the
+  result maps the new id to that episode's id.
+* **Ids** — ``reserve_ids(n)`` gives ``n`` consecutive new ids (episodes and documents share
+  one sequence); ids only grow and are never reused once a write holding them succeeded.
+* **Scopes** — every read takes the namespace it reads (``"agent/user"`` for a user's
+  episodes and private documents, ``"agent"`` for an agent's shared documents, from
+  :mod:`trimem.scope`); no search returns a record of another namespace.
+* **Search** — hybrid (BM25 + vector, fused by reciprocal rank), BM25-only or vector-only;
+  time range and session filter inside the search; the policy's decay and importance terms in
+  the score; floors drop weak matches. Each hit carries its per-signal scores.
+* **Use counts** — ``touch`` counts uses and mentions at once; a backend may persist them
+  lazily (a crash may lose the last few counts, never a write).
+* **Errors** — only :class:`trimem.errors.TrimemError` subclasses; a failed call changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from trimem._backend.ops import Op, OpWorking
+from trimem.records import (
+    Episode,
+    Fact,
+    FactVersion,
+    KnowledgeDoc,
+    RecalledEpisode,
+    RecalledKnowledge,
+    Recovery,
+    SearchMode,
+)
+
+if TYPE_CHECKING:
+    import threading
+
+    from trimem.config import Policy
+
+__all__ = ["Backend", "Columns", "Floors", "Query", "Stored"]
+
+Columns = dict[str, npt.NDArray[np.generic]]
+"""Per-record columns of a collection: ids, timestamps, last_access, accesses, mentions,
+importance, bytes — what the lifecycle's vectorised policy reads."""
+
+
+class Floors(msgspec.Struct, frozen=True):
+    """What a hit must reach to be returned: a BM25 score of ``bm25_share`` of what a document of
+    average length holding each query term once scores; a cosine of ``cosine`` (with matching
+    keywords) or ``cosine_alone`` (similarity alone)."""
+
+    bm25_share: float
+    cosine: float
+    cosine_alone: float
+
+
+class Query(msgspec.Struct, frozen=True, kw_only=True):
+    """One search of a collection within one namespace."""
+
+    text: str
+    vector: npt.NDArray[np.float32] | None  # the collection's width; None searches keywords only
+    namespace: str
+    k: int
+    floors: Floors
+    now: int  # µs: the time decay is measured from
+    time_range: tuple[int, int] | None = None  # [lo, hi) µs
+    session: str | None = None
+    mode: SearchMode = "hybrid"
+
+
+class Stored(msgspec.Struct, frozen=True):
+    """A record as stored, with its vector and use counts (export and sharing read these)."""
+
+    item: Episode | KnowledgeDoc
+    vector: bytes | None
+    accesses: int = 0
+    mentions: int = 0
+    last_access: int = 0
+
+
+class Backend(Protocol):
+    """Where a :class:`trimem.Memory` keeps everything (see the module docstring for the
+    contract)."""
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Serialises writes (and read-modify-write sequences of the layers above)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Width of episode and document vectors (0: keywords only)."""
+        ...
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    def reserve_ids(self, n: int) -> int:
+        """The first of ``n`` new consecutive ids."""
+        ...
+
+    def release_ids(self, first: int, n: int) -> None:
+        """Gives back ids reserved for a write that failed (a no-op where ids cannot be reused)."""
+        ...
+
+    def write(self, ops: Sequence[Op]) -> dict[int, int]:
+        """Applies ``ops`` atomically; returns {new episode id: the stored one it duplicated}."""
+        ...
+
+    def touch(
+        self, episode_ids: Sequence[int], knowledge_ids: Sequence[int], at: int, mentions: Sequence[int] = ()
+    ) -> None:
+        """Counts one use of each record (and one mention of each of ``mentions``) at ``at``."""
+        ...
+
+    def flush(self) -> None:
+        """Persists pending use counts now."""
+        ...
+
+    # -- episodes and knowledge ---------------------------------------------------------------------
+
+    def episodes(self, ids: Sequence[int]) -> list[Episode | None]: ...
+
+    def episode_ids(
+        self, namespace: str | None, *, session: str | None = None, time_range: tuple[int, int] | None = None
+    ) -> list[int]:
+        """Ids of a namespace's episodes (everyone's with None), ascending."""
+        ...
+
+    def search_episodes(self, query: Query, policy: Policy) -> list[RecalledEpisode]: ...
+
+    def document(self, doc_id: int) -> KnowledgeDoc | None: ...
+
+    def document_ids(self, namespace: str | None) -> list[int]: ...
+
+    def document_by_source(self, agent_id: str, user_id: str | None, source: str) -> int | None:
+        """The id of the current version of a document ``source`` in a scope."""
+        ...
+
+    def search_knowledge(self, query: Query, policy: Policy) -> list[RecalledKnowledge]: ...
+
+    def columns(self, collection: str, namespace: str | None) -> Columns:
+        """``collection`` is "episodes" or "knowledge"."""
+        ...
+
+    def stored(self, collection: str, ids: Sequence[int]) -> list[Stored]: ...
+
+    # -- facts --------------------------------------------------------------------------------------
+
+    def fact(self, agent_id: str, user_id: str, key: str) -> Fact | None: ...
+
+    def facts(self, agent_id: str | None = None, user_id: str | None = None) -> list[tuple[str, str, Fact]]:
+        """(agent, user, fact) for one user's current facts, or everyone's with None."""
+        ...
+
+    def fact_history(self, agent_id: str, user_id: str, key: str) -> list[FactVersion]: ...
+
+    def fact_histories(self) -> list[tuple[str, str, str, list[FactVersion], bool]]:
+        """(agent, user, key, history, pinned) of every fact ever set (export reads these)."""
+        ...
+
+    def aliases(self) -> dict[str, list[str]]:
+        """Word → fact keys (each known key's own name included)."""
+        ...
+
+    def alias_table(self) -> dict[str, list[str]]:
+        """The aliases callers added (export reads these)."""
+        ...
+
+    # -- lifecycle bookkeeping ----------------------------------------------------------------------
+
+    def cursor(self, agent_id: str, user_id: str) -> int:
+        """The last episode id reflect has read for the user (0: none)."""
+        ...
+
+    def newest_episode(self, agent_id: str, user_id: str) -> int:
+        """The newest episode id the user has (0: none)."""
+        ...
+
+    def users(self) -> list[tuple[str, str]]:
+        """(agent, user) pairs that have stored episodes."""
+        ...
+
+    def saved_sessions(self) -> dict[str, OpWorking]:
+        """Working memory sessions the caller saved."""
+        ...
+
+    # -- the store ------------------------------------------------------------------------------------
+
+    def checkpoint(self) -> None: ...
+
+    def recovery(self) -> Recovery | None: ...
+
+    def index_stats(self) -> dict[str, dict[str, int | float | str | None]]: ...
+
+    def close(self) -> None: ...

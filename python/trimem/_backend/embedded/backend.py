@@ -1,0 +1,663 @@
+"""The embedded backend: two engine indexes (episodes, knowledge), the fact table and the
+lifecycle's counters and cursors in process, made durable by the journal in a folder (or held
+in memory only, without a path).
+
+Every change is an op; one handler per op type applies it, the same whether the op is live or
+replayed from the log on open, so the two cannot differ.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from trimem._backend import Columns, Query, Stored
+from trimem._backend.embedded.facts import FactTable
+from trimem._backend.embedded.journal import Journal
+from trimem._backend.ops import (
+    MemoryState,
+    Op,
+    OpAlias,
+    OpCursor,
+    OpFact,
+    OpForget,
+    OpKnowledge,
+    OpMeta,
+    OpPerceptAdd,
+    OpPerceptDelete,
+    OpPerceptRegister,
+    OpPin,
+    OpRetain,
+    OpTouch,
+    OpWorking,
+)
+from trimem._core import Hits, HybridIndex, tokenize
+from trimem.config import BM25_K1, CHECKPOINT_BYTES, explain
+from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
+from trimem.records import (
+    Durability,
+    Episode,
+    Fact,
+    FactVersion,
+    KnowledgeDoc,
+    RecalledEpisode,
+    RecalledKnowledge,
+    Recovery,
+    Scored,
+    SearchMode,
+    decode_knowledge,
+    encode,
+    episode_from_record,
+    episode_payload,
+    search_text,
+)
+from trimem.scope import knowledge_namespace
+
+if TYPE_CHECKING:
+    from trimem.config import Policy
+
+log = logging.getLogger("trimem")
+
+EPISODES, KNOWLEDGE = "episodes", "knowledge"
+# A log this large is folded into a snapshot on close, so the next open loads instead of replaying.
+_CLOSE_CHECKPOINT_BYTES = 4 << 20
+
+
+class PerceptualStore(Protocol):
+    """What the backend needs of perceptual memory (which keeps its own engine indexes)."""
+
+    def apply(self, op: Any) -> None: ...
+    def indexes(self) -> list[tuple[str, HybridIndex]]: ...
+    def state(self) -> bytes: ...
+    def load(self, state: bytes, indexes: dict[str, HybridIndex]) -> None: ...
+    def index_names(self, state: bytes) -> list[str]: ...
+
+
+class GraphStore(Protocol):
+    """What the backend needs of the memory graph's persisted view."""
+
+    cursor: int
+
+    def encode(self) -> bytes | None: ...
+    def fact_rows(self) -> list[tuple[str, str, str, str]]: ...
+    def load(self, graph: bytes | None, cursor: int, facts: list[tuple[str, str, str, str]]) -> None: ...
+    def forget(self, op: OpForget) -> None: ...
+
+
+class EmbeddedBackend:
+    """The Rust engine and its write-ahead store behind the :class:`trimem._backend.Backend`
+    protocol. ``path=None`` keeps everything in process."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        dim: int,
+        embedder_name: str | None,
+        durability: Durability = "fsync",
+        checkpoint_bytes: int = CHECKPOINT_BYTES,
+        touch_flush: int = 512,
+        perceptual: Callable[[EmbeddedBackend], PerceptualStore] | None = None,
+        graph: Callable[[], GraphStore] | None = None,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._dim = dim
+        self._meta = OpMeta(embedder=embedder_name, dim=dim)
+        self.checkpoint_bytes = checkpoint_bytes
+        self.touch_flush = touch_flush
+        # One graph per user (namespace): every search is within one user's memory, so it walks
+        # only that user's graph.
+        self._episodes = HybridIndex(dim, partition_by_namespace=True)
+        self._knowledge = HybridIndex(dim, partition_by_namespace=True)
+        self._facts = FactTable()
+        self._by_source: dict[tuple[str, str | None, str], int] = {}
+        self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
+        self._cursors: dict[tuple[str, str], int] = {}
+        self._saved_working: dict[str, OpWorking] = {}
+        self._last_id = 0
+        self._make_perceptual = perceptual
+        self._make_graph = graph
+        self._perceptual: PerceptualStore | None = None
+        self._graph: GraphStore | None = None
+        self._handlers: dict[type, Callable[[Any], dict[int, int] | None]] = {
+            OpRetain: self._apply_retain,
+            OpTouch: self._apply_touch,
+            OpKnowledge: self._apply_knowledge,
+            OpFact: self._facts.apply_fact,
+            OpAlias: self._facts.apply_alias,
+            OpPin: self._facts.apply_pin,
+            OpForget: self._apply_forget,
+            OpCursor: self._apply_cursor,
+            OpWorking: self._apply_working,
+            OpMeta: self._check_meta,
+            OpPerceptRegister: self._apply_percept,
+            OpPerceptAdd: self._apply_percept,
+            OpPerceptDelete: self._apply_percept,
+        }
+        self._journal: Journal | None = None
+        self.path = None if path is None else os.fspath(path)
+        if self.path is not None:
+            if os.path.exists(self.path) and not os.path.isdir(self.path):
+                raise StoreError(f"{self.path} exists and is not a folder")
+            self._journal = Journal(self.path, durability)
+            try:
+                self._load(self._journal)
+            except BaseException:
+                self._journal.close()
+                self._journal = None
+                raise
+
+    # -- protocol: identity -----------------------------------------------------------------------
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def closed(self) -> bool:
+        return self.path is not None and self._journal is None
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    def _check_meta(self, meta: OpMeta) -> None:
+        if meta != self._meta:
+            raise EmbedderMismatchError(
+                f"{self.path} was built with embedder {meta.embedder!r} (dim {meta.dim}), but this "
+                f"Memory uses {self._meta.embedder!r} (dim {self._meta.dim}); pass embedder= matching the store"
+            )
+
+    def _load(self, journal: Journal) -> None:
+        """Restores the latest snapshot, then replays the log written after it."""
+        st = journal.snapshot_state()
+        if st is not None:
+            self._check_meta(st.meta)
+            self._last_id = st.last_id
+            self._cursors = {(a, u): i for a, u, i in st.cursors}
+            self._user_last = {(a, u): i for a, u, i in st.user_last}
+            self._facts.load(st.facts)
+            self._by_source = {(a, u, src): i for a, u, src, i in st.knowledge_sources}
+            for w in st.working:
+                self._apply_working(w)
+            if st.graph is not None:
+                self.graph().load(st.graph, st.graph_cursor, st.graph_facts)
+            if st.perceptual is not None:
+                self._load_perceptual(journal, st.perceptual)
+            for name in (EPISODES, KNOWLEDGE):
+                index = journal.snapshot_index(name)
+                if index is None:
+                    raise StoreError(f"{self.path}: the snapshot lacks the {name} index")
+                if name == EPISODES:
+                    self._episodes = index
+                else:
+                    self._knowledge = index
+        seen_meta = st is not None
+        for op in journal.replay():
+            seen_meta = seen_meta or isinstance(op, OpMeta)
+            self._apply(op)
+        if not seen_meta:
+            self.write([self._meta])
+
+    def _load_perceptual(self, journal: Journal, state: bytes) -> None:
+        perceptual = self.perceptual()
+        names = perceptual.index_names(state)
+        restored = {n: journal.snapshot_index(n) for n in names}
+        missing = [n for n, i in restored.items() if i is None]
+        if missing:
+            raise StoreError(f"{self.path}: the snapshot lacks the perceptual indexes {missing}")
+        perceptual.load(state, {n: i for n, i in restored.items() if i is not None})
+
+    # -- extensions -------------------------------------------------------------------------------
+
+    def perceptual(self) -> PerceptualStore:
+        """Perceptual memory, created on first use (it writes through this backend)."""
+        with self._lock:
+            if self._perceptual is None:
+                if self._make_perceptual is None:
+                    raise StoreError("this backend was opened without perceptual memory")
+                self._perceptual = self._make_perceptual(self)
+            return self._perceptual
+
+    def has_perceptual(self) -> bool:
+        return self._perceptual is not None
+
+    def graph(self) -> GraphStore:
+        """The memory graph's persisted view, created on first use."""
+        with self._lock:
+            if self._graph is None:
+                if self._make_graph is None:
+                    raise StoreError("this backend was opened without a memory graph")
+                self._graph = self._make_graph()
+            return self._graph
+
+    def has_graph(self) -> bool:
+        return self._graph is not None
+
+    # -- protocol: writes -------------------------------------------------------------------------
+
+    def reserve_ids(self, n: int) -> int:
+        with self._lock:
+            first = self._last_id + 1
+            self._last_id += n
+            return first
+
+    def release_ids(self, first: int, n: int) -> None:
+        with self._lock:
+            if self._last_id == first + n - 1:
+                self._last_id = first - 1
+
+    def write(self, ops: Sequence[Op]) -> dict[int, int]:
+        """Writes ops in one log write (one fsync; if it fails, none is written), then applies
+        them. Returns, for retained episodes that duplicated one already stored, that one's id."""
+        with self._lock:
+            journal = self._writable()
+            if journal is not None and ops and all(isinstance(op, OpRetain) for op in ops):
+                duplicates = self._write_retains(journal, ops)
+            else:
+                if journal is not None:
+                    journal.append(ops)
+                duplicates = {}
+                for op in ops:
+                    duplicates.update(self._apply(op) or {})
+            if journal is not None and journal.log_bytes >= self.checkpoint_bytes:
+                try:
+                    self.checkpoint()
+                except StoreError as e:
+                    # The write itself is in the log and applied: report the checkpoint, not the
+                    # write. (If the store can no longer take writes, the next write says so.)
+                    log.warning("automatic checkpoint failed, the log keeps growing: %s", e)
+            return duplicates
+
+    def _writable(self) -> Journal | None:
+        if self.path is not None and self._journal is None:
+            raise StoreClosedError(f"the memory at {self.path} is closed; open it again to go on")
+        return self._journal
+
+    def _write_retains(self, journal: Journal, ops: Sequence[Op]) -> dict[int, int]:
+        """Retains are written to the log, then indexed while the store's fsync thread syncs
+        them (indexing and fsync take about as long, so a durable retain costs one, not both).
+        The call returns once the log is durable; if the fsync fails the log no longer holds
+        them, and they are taken back out of the index before the error is raised. A duplicate's
+        mention is counted only once the log is durable, so a failed write reinforces nothing."""
+        ticket, touch = journal.append_deferred(ops)
+        retains = [op for op in ops if isinstance(op, OpRetain)]
+        users = {(e.agent_id, e.user_id) for op in retains for e in op.episodes}
+        last = {u: self._user_last.get(u) for u in users}  # only what an undo must restore
+        added: list[int] = []
+        duplicates: dict[int, int] = {}
+        try:
+            for op in retains:
+                duplicates.update(self._apply_retain(op, reinforce=False))
+                added.extend(e.id for e in op.episodes)
+        finally:
+            try:
+                journal.settle(ticket)
+            except BaseException:
+                journal.restore(touch)
+                self._episodes.delete(added, missing_ok=True)
+                for u, i in last.items():
+                    if i is None:
+                        self._user_last.pop(u, None)
+                    else:
+                        self._user_last[u] = i
+                raise
+        self._reinforce(retains, duplicates)
+        return duplicates
+
+    def _reinforce(self, retains: list[OpRetain], duplicates: dict[int, int]) -> None:
+        """Counts a mention of each duplicated episode at its duplicate's time, as indexing
+        with `reinforce=True` would have (replaying the log does exactly that)."""
+        by_time: dict[int, list[int]] = {}
+        for op in retains:
+            for e in op.episodes:
+                if e.id in duplicates:
+                    by_time.setdefault(e.timestamp, []).append(duplicates[e.id])
+        for at, ids in by_time.items():
+            self._episodes.mention(ids, at)
+
+    def touch(
+        self, episode_ids: Sequence[int], knowledge_ids: Sequence[int], at: int, mentions: Sequence[int] = ()
+    ) -> None:
+        """Counts uses in the engine now, in the log with the next write (or once
+        `touch_flush` are pending). A crash can lose the counts of the last few recalls."""
+        with self._lock:
+            self._apply_touch(
+                OpTouch(
+                    episode_ids=list(episode_ids),
+                    knowledge_ids=list(knowledge_ids),
+                    at=at,
+                    episode_mentions=list(mentions),
+                )
+            )
+            if self._journal is not None and (
+                self._journal.count_uses(episode_ids, knowledge_ids, mentions, at) >= self.touch_flush
+            ):
+                self._journal.append([])
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._journal is not None:
+                self._journal.append([])
+
+    # -- applying ops -----------------------------------------------------------------------------
+
+    def _apply(self, op: Op) -> dict[int, int] | None:
+        return self._handlers[type(op)](op)
+
+    def _apply_retain(self, op: OpRetain, *, reinforce: bool = True) -> dict[int, int]:
+        """Indexes the episodes; returns {id: id of the stored episode it duplicated}. With
+        `reinforce=False` the duplicated episodes' mentions are left to the caller."""
+        eps = op.episodes
+        texts = [search_text(e) for e in eps]
+        dup_of = self._episodes.add(
+            ids=np.fromiter((e.id for e in eps), dtype=np.uint64, count=len(eps)),
+            texts=texts,
+            timestamps=np.fromiter((e.timestamp for e in eps), dtype=np.int64, count=len(eps)),
+            namespaces=[f"{e.agent_id}/{e.user_id}" for e in eps],
+            vectors=self._vectors(op.vectors, len(eps)),
+            sessions=[e.session_id for e in eps],
+            payloads=[episode_payload(e, t) for e, t in zip(eps, texts)],
+            importance=[e.importance for e in eps],
+            dedup=op.dedup,
+            reinforce=reinforce,
+        )
+        duplicates: dict[int, int] = {}
+        for e, d in zip(eps, dup_of or itertools.repeat(None)):
+            if d is None:
+                self._user_last[(e.agent_id, e.user_id)] = e.id
+            else:
+                duplicates[e.id] = d
+        self._last_id = max(self._last_id, max(e.id for e in eps))
+        return duplicates
+
+    def _apply_touch(self, op: OpTouch) -> None:
+        if op.episode_ids:
+            self._episodes.touch(op.episode_ids, op.at)
+        if op.knowledge_ids:
+            self._knowledge.touch(op.knowledge_ids, op.at)
+        if op.episode_mentions:
+            self._episodes.mention(op.episode_mentions, op.at)
+
+    def _apply_knowledge(self, op: OpKnowledge) -> None:
+        self._last_id = max([self._last_id, *(d.id for d in op.docs)])
+        for old in op.replaces:
+            self._knowledge.delete([old], missing_ok=True)
+        for d in op.docs:
+            if d.source is not None:
+                self._by_source[(d.agent_id, d.user_id, d.source)] = d.id
+        self._knowledge.add(
+            ids=np.array([d.id for d in op.docs], dtype=np.uint64),
+            texts=[document_text(d) for d in op.docs],
+            timestamps=np.array([d.timestamp for d in op.docs], dtype=np.int64),
+            namespaces=[knowledge_namespace(d.agent_id, d.user_id) for d in op.docs],
+            vectors=self._vectors(op.vectors, len(op.docs)),
+            payloads=[encode(d) for d in op.docs],
+        )
+
+    def _apply_forget(self, op: OpForget) -> None:
+        self._episodes.delete(op.episode_ids, missing_ok=True)
+        if self._graph is not None:
+            self._graph.forget(op)
+        gone = set(op.knowledge_ids)
+        self._by_source = {k: i for k, i in self._by_source.items() if i not in gone}
+        self._knowledge.delete(list(gone), missing_ok=True)
+        self._facts.forget_sources(op.episode_ids)
+        self._facts.remove_keys(op.facts)
+        for agent_id, user_id in op.users:
+            self._facts.remove_user(agent_id, user_id)
+            self._cursors.pop((agent_id, user_id), None)
+            self._user_last.pop((agent_id, user_id), None)
+
+    def _apply_cursor(self, op: OpCursor) -> None:
+        self._cursors[(op.agent_id, op.user_id)] = op.episode_id
+
+    def _apply_working(self, op: OpWorking) -> None:
+        if op.turns is None:
+            self._saved_working.pop(op.session_id, None)
+        else:
+            self._saved_working[op.session_id] = op
+
+    def _apply_percept(self, op: OpPerceptRegister | OpPerceptAdd | OpPerceptDelete) -> None:
+        self.perceptual().apply(op)
+
+    def _vectors(self, data: bytes | None, n: int) -> np.ndarray | None:
+        if data is None:
+            return None
+        return np.frombuffer(data, dtype=np.float32).reshape(n, self._dim)
+
+    # -- protocol: episodes and knowledge ----------------------------------------------------------
+
+    def episodes(self, ids: Sequence[int]) -> list[Episode | None]:
+        return [None if r is None else episode_from_record(r) for r in self._episodes.get_many(list(ids))]
+
+    def episode_ids(
+        self, namespace: str | None, *, session: str | None = None, time_range: tuple[int, int] | None = None
+    ) -> list[int]:
+        ids = self._episodes.ids(namespace=namespace, session=session, time_range=time_range)
+        return [int(i) for i in ids]
+
+    def search_episodes(self, query: Query, policy: Policy) -> list[RecalledEpisode]:
+        hits = self._search(self._episodes, query, policy, "episodic")
+        keep = self._strong(hits, query)
+        recs = self._episodes.get_many(hits.ids[keep])
+        return [
+            RecalledEpisode(episode_from_record(r), _scored(hits, i, policy))
+            for i, r in zip(keep, recs)
+            if r is not None
+        ]
+
+    def document(self, doc_id: int) -> KnowledgeDoc | None:
+        rec = self._knowledge.get(int(doc_id))
+        return None if rec is None else decode_knowledge(rec.payload)
+
+    def document_ids(self, namespace: str | None) -> list[int]:
+        return [int(i) for i in self._knowledge.ids(namespace=namespace)]
+
+    def document_by_source(self, agent_id: str, user_id: str | None, source: str) -> int | None:
+        return self._by_source.get((agent_id, user_id, source))
+
+    def search_knowledge(self, query: Query, policy: Policy) -> list[RecalledKnowledge]:
+        hits = self._search(self._knowledge, query, policy, "semantic")
+        keep = self._strong(hits, query)
+        return [
+            RecalledKnowledge(decode_knowledge(r.payload), _scored(hits, i, policy))
+            for i, r in zip(keep, self._knowledge.get_many(hits.ids[keep]))
+            if r is not None
+        ]
+
+    def _search(self, index: HybridIndex, q: Query, policy: Policy, layer: str) -> Hits:
+        mode: SearchMode = q.mode if q.vector is not None or q.mode == "bm25" else "bm25"
+        return index.search(
+            text=q.text,
+            vector=q.vector,
+            k=q.k,
+            namespace=q.namespace,
+            time_range=q.time_range,
+            session=q.session,
+            mode=mode,
+            min_bm25=self._bm25_floor(index, q.text, q.floors.bm25_share),
+            min_cosine=q.floors.cosine,
+            **policy.search_terms(layer, q.now),
+        )
+
+    @staticmethod
+    def _bm25_floor(index: HybridIndex, text: str, share: float) -> float:
+        """The least BM25 score a hit needs: `share` of what a document of average length
+        holding each known query term once would score. Relative to the query's own idf mass,
+        so it means the same in a tiny store and a huge one."""
+        n = len(index)
+        if n == 0 or share <= 0:
+            return 0.0
+        mass = 0.0
+        for term in set(tokenize(text)):
+            df = index.doc_freq(term)
+            if df:
+                mass += math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return share * mass / (1.0 + BM25_K1)
+
+    @staticmethod
+    def _strong(hits: Hits, q: Query) -> list[int]:
+        """Positions of hits that pass the floor for vector-only matches."""
+        alone = q.floors.cosine_alone
+        return [i for i in range(len(hits)) if hits.bm25_ranks[i] > 0 or hits.vector_scores[i] >= alone]
+
+    def columns(self, collection: str, namespace: str | None) -> Columns:
+        return self._index(collection).columns(namespace=namespace)
+
+    def stored(self, collection: str, ids: Sequence[int]) -> list[Stored]:
+        out: list[Stored] = []
+        for r in self._index(collection).get_many(list(ids)):
+            if r is None:
+                continue
+            item: Episode | KnowledgeDoc = (
+                episode_from_record(r) if collection == EPISODES else decode_knowledge(r.payload)
+            )
+            vector = None if r.vector is None else r.vector.astype(np.float32).tobytes()
+            out.append(Stored(item, vector, r.accesses, r.mentions, r.last_access))
+        return out
+
+    def _index(self, collection: str) -> HybridIndex:
+        return self._episodes if collection == EPISODES else self._knowledge
+
+    # -- protocol: facts --------------------------------------------------------------------------
+
+    def fact(self, agent_id: str, user_id: str, key: str) -> Fact | None:
+        return self._facts.current.get((agent_id, user_id, key))
+
+    def facts(self, agent_id: str | None = None, user_id: str | None = None) -> list[tuple[str, str, Fact]]:
+        if agent_id is None or user_id is None:
+            return [(a, u, f) for (a, u, _), f in self._facts.current.items()]
+        return [(agent_id, user_id, f) for f in self._facts.of_user(agent_id, user_id)]
+
+    def fact_history(self, agent_id: str, user_id: str, key: str) -> list[FactVersion]:
+        return list(self._facts.history.get((agent_id, user_id, key), []))
+
+    def fact_histories(self) -> list[tuple[str, str, str, list[FactVersion], bool]]:
+        return [
+            (a, u, k, list(versions), (a, u, k) in self._facts.pinned)
+            for (a, u, k), versions in sorted(self._facts.history.items())
+        ]
+
+    def aliases(self) -> dict[str, list[str]]:
+        return self._facts.alias_view()
+
+    def alias_table(self) -> dict[str, list[str]]:
+        return {w: list(keys) for w, keys in self._facts.aliases.items()}
+
+    # -- protocol: lifecycle bookkeeping ----------------------------------------------------------
+
+    def cursor(self, agent_id: str, user_id: str) -> int:
+        return self._cursors.get((agent_id, user_id), 0)
+
+    def newest_episode(self, agent_id: str, user_id: str) -> int:
+        return self._user_last.get((agent_id, user_id), 0)
+
+    def users(self) -> list[tuple[str, str]]:
+        return sorted(self._user_last)
+
+    def saved_sessions(self) -> dict[str, OpWorking]:
+        return dict(self._saved_working)
+
+    # -- protocol: the store ----------------------------------------------------------------------
+
+    def _state(self) -> MemoryState:
+        graph = self._graph
+        return MemoryState(
+            meta=self._meta,
+            last_id=self._last_id,
+            cursors=[(a, u, i) for (a, u), i in self._cursors.items()],
+            user_last=[(a, u, i) for (a, u), i in self._user_last.items()],
+            facts=self._facts.state(),
+            knowledge_sources=[(a, u, src, i) for (a, u, src), i in self._by_source.items()],
+            working=list(self._saved_working.values()),
+            perceptual=None if self._perceptual is None else self._perceptual.state(),
+            graph=None if graph is None else graph.encode(),
+            graph_cursor=0 if graph is None else graph.cursor,
+            graph_facts=[] if graph is None else graph.fact_rows(),
+        )
+
+    def checkpoint(self) -> None:
+        """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
+        Searches continue while it runs; writes wait. A no-op in process."""
+        with self._lock:
+            journal = self._writable()
+            if journal is not None:
+                extra = [] if self._perceptual is None else self._perceptual.indexes()
+                journal.checkpoint([(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), *extra], self._state())
+
+    def recovery(self) -> Recovery | None:
+        if self._journal is None:
+            return None
+        r = self._journal.store.recovery()
+        return Recovery(
+            generation=r["generation"],
+            snapshot=r["snapshot"],
+            log_records=r["log_records"],
+            torn_bytes=r["torn_bytes"],
+            removed_files=list(r["removed_files"]),
+            seconds=r["seconds"],
+        )
+
+    def index_stats(self) -> dict[str, dict[str, int | float | str | None]]:
+        return {"episode_index": self._episodes.stats(), "knowledge_index": self._knowledge.stats()}
+
+    def close(self) -> None:
+        """Flushes pending counts and closes the store (a log of more than a few MB is first
+        folded into a snapshot so the next open is fast)."""
+        with self._lock:
+            journal = self._journal
+            if journal is None:
+                return
+            try:
+                journal.append([])
+                if journal.log_bytes >= min(self.checkpoint_bytes, _CLOSE_CHECKPOINT_BYTES):
+                    self.checkpoint()
+            finally:
+                journal.close()
+                self._journal = None
+
+    def new_episodes(self, after: int) -> Iterator[Episode]:
+        """Episodes with an id above ``after``, ascending (the graph reads what it has not)."""
+        if self._last_id <= after:  # ids only grow: nothing newer
+            return iter(())
+        ids = self._episodes.ids()
+        new = np.sort(ids[ids > after])
+        return (episode_from_record(r) for r in self._episodes.get_many(new) if r is not None)
+
+    @property
+    def last_id(self) -> int:
+        return self._last_id
+
+
+def document_text(d: KnowledgeDoc) -> str:
+    """What the knowledge index sees of a document: its title, then its text."""
+    return d.text if not d.title else f"{d.title}\n{d.text}"
+
+
+def _scored(hits: Hits, i: int, policy: Policy) -> Scored:
+    b, v = float(hits.bm25_scores[i]), float(hits.vector_scores[i])
+    score, decay, imp = float(hits.scores[i]), float(hits.decay[i]), float(hits.importance[i])
+    acc, men = int(hits.accesses[i]), int(hits.mentions[i])
+    return Scored(
+        score=score,
+        bm25=None if b != b else b,
+        cosine=None if v != v else v,
+        bm25_rank=int(hits.bm25_ranks[i]),
+        vector_rank=int(hits.vector_ranks[i]),
+        decay=decay,
+        importance=imp,
+        base_importance=float(hits.base_importance[i]),
+        accesses=acc,
+        mentions=men,
+        explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men, policy=policy),
+    )

@@ -1,0 +1,2 @@
+"""Memory in and out: the explicit tool mode (function-calling schemas), export and import, and
+statistics."""

@@ -1,0 +1,61 @@
+"""What every layer shares: text checks, the embedder call with its shape check, and the pause
+of the cyclic collector around bulk writes."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from trimem.config import MAX_TEXT_CHARS
+from trimem.errors import InvalidArgumentError
+
+
+def check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}")
+    if not text or text.isspace():
+        raise InvalidArgumentError("text is empty; there is nothing to remember")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidArgumentError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}; split it")
+    return text
+
+
+class Embedding:
+    """The memory's embedder (or none), called with a check of what it returns."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.dim: int = embedder.dim if embedder is not None else 0
+        self.name: str | None = embedder.name if embedder is not None else None
+
+    def __call__(self, texts: list[str]) -> np.ndarray | None:
+        if self.embedder is None or not texts:
+            return None
+        vecs = np.ascontiguousarray(self.embedder(texts), dtype=np.float32)
+        if vecs.shape != (len(texts), self.dim):
+            raise InvalidArgumentError(
+                f"embedder {self.name!r} returned shape {vecs.shape}, expected ({len(texts)}, {self.dim})"
+            )
+        return vecs
+
+    def one(self, text: str) -> np.ndarray | None:
+        vecs = self([text])
+        return None if vecs is None else vecs[0]
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pauses Python's cyclic garbage collector around a bulk write: a batch allocates a few
+    objects per item (none in cycles), and the collector would otherwise walk every live
+    object several times over a 100k batch. Restored on exit, also on error."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

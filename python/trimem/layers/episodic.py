@@ -1,0 +1,202 @@
+"""Episodic memory: timestamped events of one user (what was said, decided, run), searched by
+keywords, meaning and time.
+
+>>> from trimem import Memory
+>>> mem = Memory(embedder=None)
+>>> ep = mem.retain("Started the Node service in Docker, port 8080", user_id="u1")
+>>> [r.episode.id for r in mem.search("node port", user_id="u1")] == [ep.id]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from trimem._backend import Backend, Floors, Query
+from trimem._backend.ops import Op, OpRetain
+from trimem.config import MAX_BATCH, Policy
+from trimem.errors import InvalidArgumentError
+from trimem.layers._shared import Embedding, check_text, collector_paused
+from trimem.records import Episode, RecalledEpisode, SearchMode, ToolCall, search_text
+from trimem.scope import check_id, episode_namespace
+from trimem.timeutil import TimeLike, now_micros, to_micros_range
+
+
+class EpisodicMemory:
+    """A memory's episodes, over its backend."""
+
+    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+        self._backend = backend
+        self._embed = embedding
+        self._policy = policy
+        self.floors = floors
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    def fields(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        role: str = "user",
+        topic: str | None = None,
+        keywords: Sequence[str] = (),
+        timestamp: TimeLike | None = None,
+        importance: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+        tool: ToolCall | Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Validates one item and returns the fields of its Episode (all but the id)."""
+        check_id("agent_id", agent_id)
+        check_id("user_id", user_id)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        if not (isinstance(importance, (int, float)) and 0.0 <= importance <= 1.0):
+            raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
+        if isinstance(keywords, str):
+            raise InvalidArgumentError("keywords must be a list of strings")
+        if tool is not None and not isinstance(tool, ToolCall):
+            if not isinstance(tool, Mapping) or "name" not in tool:
+                raise InvalidArgumentError("tool must be a mapping with 'name' (and optional 'args', 'result')")
+            tool = ToolCall(
+                name=str(tool["name"]), args=dict(tool.get("args") or {}), result=str(tool.get("result") or "")
+            )
+        return dict(
+            agent_id=agent_id,
+            user_id=user_id,
+            text=check_text(text),
+            timestamp=now_micros(timestamp),
+            session_id=session_id,
+            role=str(role),
+            topic=topic,
+            keywords=[str(k) for k in keywords] if keywords else [],
+            importance=float(importance),
+            metadata=dict(metadata) if metadata else {},
+            tool=tool,
+        )
+
+    def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
+        """Appends many events in one batch (see :meth:`trimem.Memory.retain_many`)."""
+        with collector_paused():
+            return self.retain_drafts([self.fields(**it) for it in items], vectors)
+
+    def retain_drafts(self, drafts: list[dict[str, Any]], vectors: np.ndarray | None) -> list[Episode]:
+        """`retain_many` of validated fields (consolidation, whose items are checked already,
+        starts here)."""
+        if not drafts:
+            return []
+        dim = self._embed.dim
+        if vectors is not None:
+            if self._embed.embedder is None:
+                raise InvalidArgumentError("this memory has no embedder (embedder=None) and takes no vectors")
+            vectors = np.ascontiguousarray(vectors)
+            if vectors.dtype != np.float32 or vectors.shape != (len(drafts), dim):
+                raise InvalidArgumentError(
+                    f"vectors must be float32 of shape ({len(drafts)}, {dim}), got {vectors.dtype} {vectors.shape}"
+                )
+        else:
+            vectors = self._embed([search_text(Episode(id=0, **f)) for f in drafts])
+        backend = self._backend
+        with backend.lock:
+            first = backend.reserve_ids(len(drafts))
+            episodes = [Episode(id=first + i, **f) for i, f in enumerate(drafts)]
+            p = self._policy
+            dedup = (p.dedup_min_jaccard, p.dedup_min_cosine) if p.dedup else None
+            ops: list[Op] = [
+                OpRetain(
+                    episodes=episodes[at : at + MAX_BATCH],
+                    vectors=None if vectors is None else vectors[at : at + MAX_BATCH].tobytes(),
+                    dedup=dedup,
+                )
+                for at in range(0, len(episodes), MAX_BATCH)
+            ]
+            try:
+                dups = backend.write(ops)
+            except BaseException:
+                backend.release_ids(first, len(drafts))
+                raise
+        if dups:
+            wanted = sorted(set(dups.values()))
+            found = {e.id: e for e in backend.episodes(wanted) if e is not None}
+            episodes = [found.get(dups[e.id], e) if e.id in dups else e for e in episodes]
+        return episodes
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get(self, episode_id: int) -> Episode | None:
+        """The stored episode, or None."""
+        return self._backend.episodes([int(episode_id)])[0]
+
+    def ids(
+        self,
+        agent_id: str,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+    ) -> list[int]:
+        tr = to_micros_range(time_range)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        return self._backend.episode_ids(episode_namespace(agent_id, user_id), session=session_id, time_range=tr)
+
+    def list(
+        self,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+    ) -> list[Episode]:
+        """A user's episodes (optionally one session's, or those in `[start, end)`), oldest first."""
+        ids = self.ids(agent_id, user_id, session_id=session_id, time_range=time_range)
+        eps = [e for e in self._backend.episodes(ids) if e is not None]
+        return sorted(eps, key=lambda e: (e.timestamp, e.id))
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        k: int = 5,
+        time_range: tuple[TimeLike, TimeLike] | None = None,
+        session_id: str | None = None,
+        vector: np.ndarray | None = None,
+        mode: SearchMode = "hybrid",
+        now: TimeLike | None = None,
+        touch: bool = False,
+    ) -> list[RecalledEpisode]:
+        """Hybrid search over one user's episodes (see :meth:`trimem.Memory.search`)."""
+        ns = episode_namespace(agent_id, user_id)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
+        check_text(query)
+        tr = to_micros_range(time_range)
+        if vector is None and mode != "bm25":
+            vector = self._embed.one(query)
+        at = now_micros(now)
+        found = self._backend.search_episodes(
+            Query(
+                text=query,
+                vector=vector,
+                namespace=ns,
+                k=k,
+                floors=self.floors,
+                now=at,
+                time_range=tr,
+                session=session_id,
+                mode=mode,
+            ),
+            self._policy,
+        )
+        if touch and found:
+            self._backend.touch([r.episode.id for r in found], [], at)
+        return found

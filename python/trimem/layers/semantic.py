@@ -1,0 +1,339 @@
+"""Semantic memory: (a) facts — key → value with full version history, O(1) reads; (b) a
+knowledge base of general documents, searched like episodes but in its own collection so that
+policies and anecdotes never crowd each other out.
+
+>>> from trimem import Memory
+>>> mem = Memory(embedder=None)
+>>> _ = mem.facts.set("primary_language", "TypeScript", user_id="u1", at=1)
+>>> _ = mem.facts.set("primary_language", "Rust", user_id="u1", at=2)
+>>> mem.facts.get("primary_language", user_id="u1").value
+'Rust'
+>>> mem.facts.as_of("primary_language", 1, user_id="u1")
+'TypeScript'
+>>> [v.value for v in mem.facts.history("primary_language", user_id="u1")]
+['TypeScript', 'Rust']
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from trimem._backend import Backend, Floors, Query
+from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
+from trimem.config import Policy
+from trimem.errors import InvalidArgumentError, UnknownIdError
+from trimem.layers._shared import Embedding, check_text
+from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
+from trimem.scope import check_id, knowledge_namespace
+from trimem.timeutil import TimeLike, now_micros, to_micros
+
+MAX_KEY_CHARS = 128
+MAX_VALUE_CHARS = 4096
+
+
+def check_key(key: object) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidArgumentError(f"a fact key must be a non-empty string, got {key!r}")
+    if len(key) > MAX_KEY_CHARS or not key.isprintable():
+        raise InvalidArgumentError(f"invalid fact key {key[:40]!r}: at most {MAX_KEY_CHARS} printable characters")
+    return key
+
+
+def _sources(source: Iterable[int]) -> list[int]:
+    if isinstance(source, (str, bytes)):
+        raise InvalidArgumentError("source must be a list of episode ids")
+    out = []
+    for s in source:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise InvalidArgumentError(f"source must be a list of episode ids, got {s!r}")
+        out.append(int(s))
+    return out
+
+
+class Facts:
+    """Key → value facts per (agent, user), each with its full history and provenance."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._checked: set[tuple[str, str]] = set()
+
+    def _scope(self, user_id: str, agent_id: str) -> tuple[str, str]:
+        # Validated pairs are remembered: `get` must stay O(1) and cheap.
+        pair = (agent_id, user_id)
+        if pair not in self._checked:
+            check_id("agent_id", agent_id)
+            check_id("user_id", user_id)
+            self._checked.add(pair)
+        return pair
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def set(
+        self,
+        key: str,
+        value: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        source: Iterable[int] = (),
+        at: TimeLike | None = None,
+    ) -> FactChange:
+        """Sets a fact; an existing value is closed into the history (never silently lost)."""
+        agent_id, user_id = self._scope(user_id, agent_id)
+        check_key(key)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidArgumentError(f"a fact value must be a non-empty string, got {value!r}")
+        if len(value) > MAX_VALUE_CHARS:
+            raise InvalidArgumentError(f"a fact value has {len(value)} characters, over {MAX_VALUE_CHARS}")
+        src = _sources(source)
+        with self._backend.lock:
+            old = self._backend.fact(agent_id, user_id, key)
+            if old is not None and old.value == value:
+                return FactChange(op="noop", key=key, value=value, old_value=value, source=src)
+            self._backend.write([OpFact(agent_id, user_id, key, value, now_micros(at), src)])
+        return FactChange(
+            op="update" if old else "set", key=key, value=value, old_value=old.value if old else None, source=src
+        )
+
+    def delete(
+        self,
+        key: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        source: Iterable[int] = (),
+        at: TimeLike | None = None,
+    ) -> FactChange:
+        """Deletes a fact; its history keeps the deletion."""
+        agent_id, user_id = self._scope(user_id, agent_id)
+        src = _sources(source)
+        with self._backend.lock:
+            old = self._backend.fact(agent_id, user_id, check_key(key))
+            if old is None:
+                return FactChange(op="noop", key=key, value=None, source=src)
+            self._backend.write([OpFact(agent_id, user_id, key, None, now_micros(at), src)])
+        return FactChange(op="delete", key=key, value=None, old_value=old.value, source=src)
+
+    def alias(self, keys: str | Sequence[str], words: Sequence[str]) -> None:
+        """Words (any language) that stand for one key or several: recall reads those facts
+        whenever a question uses one of the words."""
+        key_list = [keys] if isinstance(keys, str) else list(keys)
+        if isinstance(words, str):
+            raise InvalidArgumentError("words must be a list of strings")
+        for k in key_list:
+            check_key(k)
+        for w in words:
+            check_key(w)
+        self._backend.write([OpAlias(words=list(words), keys=key_list)])
+
+    def pin(self, key: str, *, user_id: str, agent_id: str = "default", pinned: bool = True) -> None:
+        """A pinned fact is always in the profile section of a recall."""
+        agent_id, user_id = self._scope(user_id, agent_id)
+        self._backend.write([OpPin(agent_id, user_id, check_key(key), bool(pinned))])
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get(self, key: str, *, user_id: str, agent_id: str = "default") -> Fact | None:
+        """The current fact, or None. O(1)."""
+        self._scope(user_id, agent_id)
+        return self._backend.fact(agent_id, user_id, key)
+
+    def history(self, key: str, *, user_id: str, agent_id: str = "default") -> builtins.list[FactVersion]:
+        """Every value the key held, oldest first (deletions included, with value None)."""
+        self._scope(user_id, agent_id)
+        return self._backend.fact_history(agent_id, user_id, key)
+
+    def as_of(self, key: str, t: TimeLike, *, user_id: str, agent_id: str = "default") -> str | None:
+        """The value the key held at time `t` (None if unset or deleted then)."""
+        us = to_micros(t)
+        for v in reversed(self.history(key, user_id=user_id, agent_id=agent_id)):
+            if v.valid_from <= us and (v.valid_to is None or us < v.valid_to):
+                return v.value
+        return None
+
+    def as_of_many(self, keys: Iterable[str], t: int, *, user_id: str, agent_id: str) -> builtins.list[Fact]:
+        """The facts of `keys` as they stood at time `t` (a point-in-time recall): each with the
+        value it held then, none that was unset or deleted then."""
+        out: list[Fact] = []
+        for key in dict.fromkeys(keys):
+            history = self._backend.fact_history(agent_id, user_id, key)
+            held = [v for v in history if v.valid_from <= t]
+            v = held[-1] if held else None
+            if v is None or v.op == "delete" or v.value is None:
+                continue
+            current = self._backend.fact(agent_id, user_id, key)
+            out.append(
+                Fact(
+                    key=key,
+                    value=v.value,
+                    updated_at=v.valid_from,
+                    version=len(held),
+                    history=list(held),
+                    source=v.source,
+                    pinned=current is not None and current.pinned,
+                )
+            )
+        return out
+
+    def list(self, *, user_id: str, agent_id: str = "default") -> builtins.list[Fact]:
+        """The user's current facts, by key."""
+        self._scope(user_id, agent_id)
+        return sorted((f for _, _, f in self._backend.facts(agent_id, user_id)), key=lambda f: f.key)
+
+    def pinned(self, *, user_id: str, agent_id: str = "default") -> builtins.list[Fact]:
+        return [f for f in self.list(user_id=user_id, agent_id=agent_id) if f.pinned]
+
+    def aliases(self) -> dict[str, builtins.list[str]]:
+        """Word → keys, including each known key's own name (with spaces for underscores)."""
+        return self._backend.aliases()
+
+
+class KnowledgeBase:
+    """General documents of an agent (shared by its users) or private to one user. Adding a
+    document with the `source` of an existing one in the same scope supersedes it."""
+
+    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+        self._backend = backend
+        self._embed = embedding
+        self._policy = policy
+        self.floors = floors
+
+    def add(
+        self,
+        text: str,
+        *,
+        agent_id: str = "default",
+        user_id: str | None = None,
+        source: str | None = None,
+        title: str | None = None,
+        timestamp: TimeLike | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> KnowledgeDoc:
+        """Adds one document: shared by the agent's users, or private to ``user_id``."""
+        item = dict(
+            text=text,
+            agent_id=agent_id,
+            user_id=user_id,
+            source=source,
+            title=title,
+            timestamp=timestamp,
+            metadata=metadata,
+        )
+        return self.add_many([item])[0]
+
+    def add_many(self, items: Sequence[Mapping[str, Any]]) -> builtins.list[KnowledgeDoc]:
+        """Adds documents in one batch (bulk preload)."""
+        backend = self._backend
+        drafts: list[dict[str, Any]] = []
+        for it in items:
+            user_id = it.get("user_id")
+            source, title = it.get("source"), it.get("title")
+            if source is not None and not isinstance(source, str):
+                raise InvalidArgumentError(f"source must be a string, got {type(source).__name__}")
+            if title is not None and not isinstance(title, str):
+                raise InvalidArgumentError(f"title must be a string, got {type(title).__name__}")
+            drafts.append(
+                dict(
+                    agent_id=check_id("agent_id", it.get("agent_id") or "default"),
+                    user_id=None if user_id is None else check_id("user_id", user_id),
+                    text=check_text(it.get("text")),
+                    timestamp=now_micros(it.get("timestamp")),
+                    source=source,
+                    title=title,
+                    metadata=dict(it.get("metadata") or {}),
+                )
+            )
+        if not drafts:
+            return []
+        vectors = self._embed([d["text"] if not d["title"] else f"{d['title']}\n{d['text']}" for d in drafts])
+        with backend.lock:
+            first = backend.reserve_ids(len(drafts))
+            docs: list[KnowledgeDoc] = []
+            replaces: list[int] = []
+            for i, d in enumerate(drafts):
+                version = 1
+                if d["source"] is not None:
+                    prev_id = backend.document_by_source(d["agent_id"], d["user_id"], d["source"])
+                    if prev_id is not None:
+                        prev = backend.document(prev_id)
+                        replaces.append(prev_id)
+                        version = (prev.version + 1) if prev else 2
+                docs.append(KnowledgeDoc(id=first + i, version=version, **d))
+            op = OpKnowledge(docs=docs, vectors=None if vectors is None else vectors.tobytes(), replaces=replaces)
+            try:
+                backend.write([op])
+            except BaseException:
+                backend.release_ids(first, len(drafts))
+                raise
+            return docs
+
+    def get(self, doc_id: int) -> KnowledgeDoc | None:
+        """The document, or None."""
+        return self._backend.document(int(doc_id))
+
+    def list(self, *, agent_id: str = "default", user_id: str | None = None) -> builtins.list[KnowledgeDoc]:
+        """The agent's shared documents, or with ``user_id`` that user's private ones, by id."""
+        ns = knowledge_namespace(agent_id, user_id)
+        docs = (self._backend.document(i) for i in self._backend.document_ids(ns))
+        return [d for d in docs if d is not None]
+
+    def delete(self, doc_ids: Iterable[int], *, agent_id: str = "default", user_id: str | None = None) -> int:
+        """Deletes documents of one scope (the agent's shared ones, or a user's private ones) by
+        id; an id of another scope raises `UnknownIdError` and nothing changes."""
+        ns = knowledge_namespace(agent_id, user_id)
+        ids = sorted({int(i) for i in doc_ids})
+        with self._backend.lock:
+            mine = set(self._backend.document_ids(ns))
+            missing = [i for i in ids if i not in mine]
+            if missing:
+                raise UnknownIdError(f"no knowledge documents {missing} in scope {ns!r}")
+            if ids:
+                self._backend.write([OpForget(knowledge_ids=ids)])
+        return len(ids)
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent_id: str = "default",
+        user_id: str | None = None,
+        k: int = 5,
+        vector: np.ndarray | None = None,
+        now: TimeLike | None = None,
+        before: int | None = None,
+    ) -> builtins.list[RecalledKnowledge]:
+        """Hybrid search over the agent's shared documents and, with `user_id`, that user's
+        private ones. Never time-filtered by a question: the latest policy applies to any
+        question (``before`` answers with what was known then)."""
+        check_text(query)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
+        if vector is None:
+            vector = self._embed.one(query)
+        spaces = [knowledge_namespace(agent_id, None)]
+        if user_id is not None:
+            spaces.append(knowledge_namespace(agent_id, user_id))
+        at = now_micros(now)
+        found: list[RecalledKnowledge] = []
+        for ns in spaces:
+            found += self._backend.search_knowledge(
+                Query(
+                    text=query,
+                    vector=vector,
+                    namespace=ns,
+                    k=k,
+                    floors=self.floors,
+                    now=at,
+                    time_range=None if before is None else (-(2**63), before),
+                ),
+                self._policy,
+            )
+        found.sort(key=lambda r: (-r.scored.score, r.doc.id))
+        return found[:k]
+
+
+__all__ = ["MAX_KEY_CHARS", "MAX_VALUE_CHARS", "Facts", "KnowledgeBase", "check_key"]

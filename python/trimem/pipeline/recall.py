@@ -1,0 +1,236 @@
+"""Recall: what memory hands the model before a call. The question is rewritten into a memory
+intent (keywords, the fact keys it touches, a time range), touched and pinned facts are read,
+episodes (time-filtered by the question) and knowledge (never time-filtered) are searched, and
+the session's working memory is gathered — one :class:`~trimem.pipeline.bundle.RecallBundle`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from trimem._core import tokenize
+from trimem.errors import InvalidArgumentError
+from trimem.layers._shared import Embedding, check_text
+from trimem.pipeline.bundle import RecallBundle
+from trimem.records import Fact, RecalledEpisode, Scored, Turn
+from trimem.rewrite import MemoryIntent
+from trimem.scope import check_id, episode_namespace
+from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros
+
+if TYPE_CHECKING:
+    from trimem._backend import Backend
+    from trimem.layers.episodic import EpisodicMemory
+    from trimem.layers.semantic import Facts, KnowledgeBase
+    from trimem.layers.working import Sessions
+    from trimem.rewrite import Rewriter
+
+Reranker = Callable[[str, list[str]], Sequence[float]]
+
+
+class Recall:
+    """The recall pipeline of one memory (see :meth:`trimem.Memory.recall`)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        episodic: EpisodicMemory,
+        facts: Facts,
+        knowledge: KnowledgeBase,
+        sessions: Sessions,
+        embedding: Embedding,
+        rewriter: Rewriter,
+        tz: tzinfo,
+    ) -> None:
+        self._backend = backend
+        self._episodic = episodic
+        self._facts = facts
+        self._knowledge = knowledge
+        self._sessions = sessions
+        self._embed = embedding
+        self.rewriter = rewriter
+        self.tz = tz
+
+    def __call__(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        session_id: str | None = None,
+        k: int = 5,
+        k_knowledge: int = 3,
+        now: TimeLike | None = None,
+        tz: tzinfo | None = None,
+        same_session: bool = False,
+        n_turns: int = 5,
+        layered: bool = False,
+        enough: Callable[[str, list[Turn]], bool] | None = None,
+        rerank: Reranker | None = None,
+        rerank_depth: int = 3,
+        touch: bool = True,
+        as_of: TimeLike | None = None,
+    ) -> RecallBundle:
+        t0 = time.perf_counter()
+        tz = tz or self.tz
+        query = check_text(query)
+        namespace = episode_namespace(agent_id, user_id)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        for name, value in (("k", k), ("k_knowledge", k_knowledge), ("rerank_depth", rerank_depth)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidArgumentError(f"{name} must be an integer of at least 1, got {value!r}")
+        if not isinstance(n_turns, int) or isinstance(n_turns, bool) or n_turns < 0:
+            raise InvalidArgumentError(f"n_turns must be an integer >= 0, got {n_turns!r}")
+        at = now_micros(now)
+        cutoff = None if as_of is None else to_micros(as_of)
+        if cutoff is not None:
+            touch = False
+            if now is None:
+                at, now = cutoff, cutoff  # "last week" means the week before T
+        intent: MemoryIntent = self.rewriter(query, now=as_datetime(now, tz), tz=tz, aliases=self._facts.aliases())
+        text = intent.text or query
+        time_range = intent.time_range
+        if cutoff is not None:
+            lo, hi = time_range if time_range is not None else (-(2**63), cutoff)
+            time_range = (lo, min(hi, cutoff))
+        working: list[Turn] = []
+        wvars: dict[str, object] = {}
+        wm = self._sessions.peek(session_id) if session_id is not None else None
+        if wm is not None:
+            working, wvars = wm.recent(n_turns), dict(wm.vars)
+        layers = ["working"] if wm is not None else []
+        if layered and wm is not None:
+            matched = wm.matching(text)
+            done = enough(query, matched) if enough is not None else covers(text, matched)
+            if done:
+                working = matched[-n_turns:] if n_turns > 0 else []
+                ms0 = (time.perf_counter() - t0) * 1e3
+                return RecallBundle(
+                    query=query,
+                    intent=intent,
+                    working=working,
+                    working_vars=wvars,
+                    timings={"working": ms0, "total": ms0},
+                    tz=tz,
+                    layers=layers,
+                )
+        t1 = time.perf_counter()
+        profile = self._profile(intent, user_id=user_id, agent_id=agent_id, cutoff=cutoff)
+        t2 = time.perf_counter()
+        vector = self._embed.one(text)
+        t3 = time.perf_counter()
+        episodes = self._episodic.search(
+            text,
+            user_id=user_id,
+            agent_id=agent_id,
+            k=k * rerank_depth if rerank is not None else k,
+            time_range=time_range,
+            session_id=session_id if same_session else None,
+            vector=vector,
+            now=at,
+        )
+        if rerank is not None:
+            episodes = reranked(rerank, query, episodes, k)
+        episodes = self._with_fact_sources(episodes, profile, intent, k, namespace)
+        t4 = time.perf_counter()
+        knowledge = self._knowledge.search(
+            text, agent_id=agent_id, user_id=user_id, k=k_knowledge, vector=vector, now=at, before=cutoff
+        )
+        t5 = time.perf_counter()
+        if touch and (episodes or knowledge):
+            self._backend.touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
+        timings = {
+            "rewrite": _ms(t0, t1),
+            "facts": _ms(t1, t2),
+            "embed": _ms(t2, t3),
+            "episodes": _ms(t3, t4),
+            "knowledge": _ms(t4, t5),
+            "total": _ms(t0, time.perf_counter()),
+        }
+        return RecallBundle(
+            query=query,
+            intent=intent,
+            profile=profile,
+            episodes=episodes,
+            knowledge=knowledge,
+            working=working,
+            working_vars=wvars,
+            timings=timings,
+            tz=tz,
+            layers=[*layers, "semantic", "episodic"],
+        )
+
+    def _profile(self, intent: MemoryIntent, *, user_id: str, agent_id: str, cutoff: int | None) -> list[Fact]:
+        """Pinned facts, then the facts the question touches (as they stood at ``cutoff``)."""
+        profile: dict[str, Fact] = {f.key: f for f in self._facts.pinned(user_id=user_id, agent_id=agent_id)}
+        for key in intent.keys:
+            fact = self._facts.get(key, user_id=user_id, agent_id=agent_id)
+            if fact is not None and key not in profile:
+                profile[key] = fact
+        if cutoff is None:
+            return list(profile.values())
+        return self._facts.as_of_many([*profile, *intent.keys], cutoff, user_id=user_id, agent_id=agent_id)
+
+    def _with_fact_sources(
+        self, episodes: list[RecalledEpisode], profile: list[Fact], intent: MemoryIntent, k: int, namespace: str
+    ) -> list[RecalledEpisode]:
+        """Puts first the episodes that are the provenance of the facts the question touches:
+        "the database we decided on" means the decision, whatever else shares its words."""
+        touched = [f for f in profile if f.key in intent.keys]
+        first: list[RecalledEpisode] = []
+        found = {r.episode.id: r for r in episodes}
+        for fact in touched:
+            for sid in reversed(fact.source):
+                r = found.pop(sid, None)
+                if r is None:
+                    ep = self._episodic.get(sid)
+                    if ep is None or f"{ep.agent_id}/{ep.user_id}" != namespace:  # a source never crosses scopes
+                        continue
+                    lo, hi = intent.time_range or (ep.timestamp, ep.timestamp + 1)
+                    if not lo <= ep.timestamp < hi:
+                        continue
+                    r = RecalledEpisode(ep, Scored(score=0.0))
+                first.append(RecalledEpisode(r.episode, r.scored, via_fact=fact.key))
+        if not first:
+            return episodes
+        rest = [r for r in episodes if r.episode.id in found]
+        return (first + rest)[:k]
+
+
+def _ms(a: float, b: float) -> float:
+    return (b - a) * 1e3
+
+
+def covers(text: str, turns: list[Turn]) -> bool:
+    """Whether the turns contain every keyword of the question (working memory is enough)."""
+    wanted = set(tokenize(text, stopwords=True))
+    if not turns or not wanted:
+        return False
+    have: set[str] = set()
+    for t in turns:
+        have.update(tokenize(t.text, stopwords=True))
+    return wanted <= have
+
+
+def reranked(rerank: Reranker, query: str, found: list[RecalledEpisode], k: int) -> list[RecalledEpisode]:
+    """Reorders fused candidates by a caller's reranker (ties keep the fused order)."""
+    if not found:
+        return found
+    scores = [float(x) for x in rerank(query, [r.episode.text for r in found])]
+    if len(scores) != len(found) or any(x != x for x in scores):
+        raise InvalidArgumentError(
+            f"rerank returned {len(scores)} scores (NaN not allowed) for {len(found)} candidates"
+        )
+    order = sorted(range(len(found)), key=lambda i: -scores[i])[:k]
+    out = []
+    for i in order:
+        r = found[i]
+        scored = msgspec.structs.replace(r.scored, explain={**r.scored.explain, "rerank": scores[i]})
+        out.append(RecalledEpisode(r.episode, scored, r.via_fact))
+    return out
