@@ -104,8 +104,8 @@ def test_render(benchmark, memory, data) -> None:  # type: ignore[no-untyped-def
 
 
 def test_retain(benchmark, memory) -> None:  # type: ignore[no-untyped-def]
-    before = memory.stats()["episodes"]
+    before = memory.stats().episodes
     benchmark.pedantic(
         memory.retain, args=("deployed build 42 to staging",), kwargs={"user_id": "u2"}, rounds=5, iterations=1
     )
-    assert memory.stats()["episodes"] > before  # one call when benchmarks are disabled, five when timed
+    assert memory.stats().episodes > before  # one call when benchmarks are disabled, five when timed

@@ -103,7 +103,7 @@ def dedup_ratio(n: int, rounds: int, with_vectors: bool) -> dict[str, float]:
             a = time.process_time()  # CPU time of all threads: the machine is shared
             mem.retain_many(items, vectors=vecs)
             times[dedup].append(time.process_time() - a)
-            stored[dedup] = mem.stats()["episodes"]
+            stored[dedup] = mem.stats().episodes
             del mem
             gc.collect()
     # A 100k batch varies by ±25 % between rounds here (allocator and cache state), so the
@@ -123,7 +123,7 @@ def consolidation_ratio(rounds: int, share_important: float) -> dict[str, float]
     imp = [0.9 if (i % 100) < share_important * 100 else 0.1 for i in range(1000)]
     cons, ret, ratios = [], [], []
     for _ in range(rounds):
-        mem = Memory(embedder=None, working_capacity=1000, policy=Policy(dedup=False))
+        mem = Memory(embedder=None, policy=Policy(dedup=False, working_bound=1000))
         for i, t in enumerate(ds.texts):
             mem.add_turn("s", "user", t, user_id="u", importance=imp[i], timestamp=now + i)
         gc.collect()

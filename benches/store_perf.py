@@ -42,7 +42,7 @@ base = rss()
 t = time.perf_counter()
 mem = Memory(sys.argv[1], embedder=Fixed())
 took = time.perf_counter() - t
-print(json.dumps({"reopen_s": took, "rss_delta": rss() - base, "episodes": mem.stats()["episodes"],
+print(json.dumps({"reopen_s": took, "rss_delta": rss() - base, "episodes": mem.stats().episodes,
                   "recovery": mem._store.recovery()}))
 """
 

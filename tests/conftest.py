@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -182,3 +183,18 @@ def snapshot(idx: trimem.HybridIndex, queries: list[dict]) -> dict:
 @pytest.fixture(scope="session")
 def take_snapshot() -> Callable[[trimem.HybridIndex, list[dict]], dict]:
     return snapshot
+
+
+# ------------------------------------------------------------------------- white-box access
+
+
+def backend_of(mem: trimem.Memory) -> Any:
+    """The embedded backend under a Memory (store tests look at what it holds)."""
+    return mem._backend
+
+
+def store_of(mem: trimem.Memory) -> trimem.Store:
+    """The open folder store under a Memory (crash tests inject faults into it)."""
+    journal = mem._backend._journal
+    assert journal is not None, "the memory is in process or closed"
+    return journal.store

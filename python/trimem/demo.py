@@ -181,7 +181,7 @@ def run(path: str, embedder: str) -> int:
             t = time.perf_counter()
             mem.embedder(["warm-up"])
             print(f"embedder {name}: model load {(time.perf_counter() - t) * 1e3:.0f} ms")
-        if mem.stats()["episodes"] == 0:
+        if mem.stats().episodes == 0:
             t = time.perf_counter()
             ingest(mem)
             print(
@@ -189,7 +189,7 @@ def run(path: str, embedder: str) -> int:
                 f"in {(time.perf_counter() - t) * 1e3:.0f} ms (run again to reopen it)"
             )
         else:
-            print(f"reopened {path!r} in {open_ms:.0f} ms: {mem.stats()['episodes']} episodes")
+            print(f"reopened {path!r} in {open_ms:.0f} ms: {mem.stats().episodes} episodes")
         changes = mem.reflect(user_id=USER)
         for c in changes:
             print(f"reflect: {c.op} {c.key} = {c.value!r} (was {c.old_value!r}) from episodes {c.source}")

@@ -52,9 +52,11 @@ from trimem.errors import (
 
 __all__ = [
     "Embedder",
+    "Encoder",
     "HashingEmbedder",
     "LangChainEmbedder",
     "MiniLMEmbedder",
+    "PrecomputedEncoder",
     "SentenceTransformerEmbedder",
     "auto_embedder",
     "check_vectors",
@@ -626,3 +628,49 @@ def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
         f"cannot use {type(spec).__name__} as an embedder: it needs name, dim and "
         "__call__(list[str]) -> float32 (n, dim), or embed_documents()/encode()"
     )
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What a modality needs: ``name`` identifies the model (a store built with one refuses
+    another), ``dim`` is the vector width, and calling it with ``n`` items returns float32
+    ``(n, dim)``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def __call__(self, items: list[Any], /) -> Vectors: ...
+
+
+class PrecomputedEncoder:
+    """An encoder for items that already are vectors (from a model run elsewhere): each item is
+    a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
+    them, so vectors of two models never share a space unnoticed.
+
+    >>> PrecomputedEncoder("clip-vit-b32-image", 2)([[1, 0], [0.5, 0.5]]).tolist()
+    [[1.0, 0.0], [0.5, 0.5]]
+    """
+
+    def __init__(self, name: str, dim: int) -> None:
+        self._name, self._dim = str(name), int(dim)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __repr__(self) -> str:
+        return f"PrecomputedEncoder({self._name!r}, {self._dim})"
+
+    def __call__(self, items: list[Any], /) -> Vectors:
+        return (
+            np.asarray(items, dtype=np.float32).reshape(len(items), -1)
+            if items
+            else np.zeros((0, self._dim), np.float32)
+        )

@@ -18,30 +18,26 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
-from trimem._backend import Floors
-from trimem._backend.embedded import EmbeddedBackend
 from trimem.config import CHECKPOINT_BYTES, MIN_BM25_SHARE, MIN_COSINE, MIN_COSINE_ALONE, Policy
-from trimem.errors import InvalidArgumentError
 from trimem.interop import stats as _stats
 from trimem.interop import transfer
 from trimem.interop.stats import Stats
 from trimem.interop.transfer import Exported
-from trimem.layers._shared import Embedding
-from trimem.layers.episodic import EpisodicMemory
+from trimem.layers._shared import check_options
 from trimem.layers.graph_view import GraphView
 from trimem.layers.perceptual import PerceptualMemory
-from trimem.layers.semantic import Facts, KnowledgeBase
-from trimem.layers.working import Sessions, WorkingMemory
+from trimem.layers.working import WorkingMemory
+from trimem.options import EpisodeFields, RecallOptions, SearchOptions
+from trimem.pipeline.assembly import assemble
 from trimem.pipeline.bundle import RecallBundle
-from trimem.pipeline.lifecycle import Consolidation, Expired, Lifecycle
-from trimem.pipeline.recall import Recall, Reranker
-from trimem.pipeline.reflection import Reflection, Reflector
+from trimem.pipeline.lifecycle import Consolidation, Expired
+from trimem.pipeline.reflection import Reflector
 from trimem.pipeline.routing import place
 from trimem.records import (
     Durability,
@@ -50,40 +46,26 @@ from trimem.records import (
     Placement,
     RecalledEpisode,
     Recovery,
-    SearchMode,
-    ToolCall,
     Turn,
 )
 from trimem.reflect import Extractor
-from trimem.rewrite import Rewriter, RuleRewriter
+from trimem.rewrite import Rewriter
 from trimem.timeutil import TimeLike, now_micros
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from trimem.graph import MemoryGraph
 
 
-def _floor(name: str, value: object, low: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 1.0:
-        raise InvalidArgumentError(f"{name} must be a number in [{low:g}, 1], got {value!r}")
-    return float(value)
-
-
 class Memory:
-    """Three-layer agent memory. `Memory()` lives in process; `Memory("./folder")` is an
-    embedded store that replays its log on open.
+    """Three-layer agent memory: `Memory()` in process, `Memory("./folder")` an embedded store.
 
-    Parameters: `embedder` — "auto" (MiniLM when the `minilm` extra is installed, else the
-    hashing embedder), "hashing", "minilm", an object with `name`, `dim` and
-    `__call__(list[str]) -> float32 (n, dim)`, or None for a keyword-only memory;
-    `min_bm25_share`, `min_cosine` and `min_cosine_alone` (for hits no keyword matched) are the
-    floors that keep weak matches out of recall; `durability` — "fsync" (a write returns once on
-    disk) or "buffered" (on disk within a second; a process crash loses nothing, a power cut may
-    lose the last second); `checkpoint_bytes` — the log size at which a snapshot is written;
-    `rewriter` and `extractor` plug in your own query rewriter and fact extractor (an LLM, say);
-    `tz` reads relative time; `policy` (:class:`trimem.Policy`) sets decay, reinforcement,
-    retention, working memory, consolidation and dedup.
+    `embedder`: "auto" (MiniLM with the `minilm` extra, else hashing), "hashing", "minilm", an
+    object with `name`, `dim` and `__call__(list[str]) -> float32 (n, dim)`, or None (keywords
+    only). `min_bm25_share`, `min_cosine`, `min_cosine_alone`: the floors of weak matches.
+    `durability`: "fsync" (a write returns once on disk) or "buffered" (on disk within a second).
+    `checkpoint_bytes`: log size that triggers a snapshot. `rewriter`, `extractor`: your own query
+    rewriter and fact extractor (an LLM, say). `tz` reads relative time. `policy`
+    (:class:`trimem.Policy`): decay, reinforcement, retention, working memory, consolidation, dedup.
     """
 
     def __init__(
@@ -101,78 +83,26 @@ class Memory:
         checkpoint_bytes: int = CHECKPOINT_BYTES,
         policy: Policy | None = None,
     ) -> None:
-        from trimem.embedders import resolve_embedder
-
-        if policy is not None and not isinstance(policy, Policy):
-            raise InvalidArgumentError(f"policy must be a trimem.Policy, got {type(policy).__name__}")
-        if not isinstance(tz, tzinfo):
-            raise InvalidArgumentError(f"tz must be a datetime.tzinfo, got {type(tz).__name__}")
-        if isinstance(checkpoint_bytes, bool) or not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
-            raise InvalidArgumentError(f"checkpoint_bytes must be a positive integer, got {checkpoint_bytes!r}")
-        floors = Floors(
-            bm25_share=_floor("min_bm25_share", min_bm25_share, 0.0),
-            cosine=_floor("min_cosine", min_cosine, -1.0),
-            cosine_alone=_floor("min_cosine_alone", min_cosine_alone, -1.0),
-        )
-        self.policy = policy if policy is not None else Policy()
-        self.embedder = resolve_embedder(embedder)
-        embedding = Embedding(self.embedder)
-        self.dim = embedding.dim
-        self.tz = tz
-        self._backend = EmbeddedBackend(
-            path,
-            dim=self.dim,
-            embedder_name=embedding.name,
-            durability=durability,
-            checkpoint_bytes=checkpoint_bytes,
-            touch_flush=self.policy.touch_flush,
-            perceptual=lambda b: PerceptualMemory(lock=b.lock, commit=lambda op: b.write([op])),
-            graph=GraphView,
-        )
-        self.path = self._backend.path
-        backend = self._backend
-        self._episodic = EpisodicMemory(backend, embedding, self.policy, floors)
-        self.facts = Facts(backend)
-        self.knowledge = KnowledgeBase(backend, embedding, self.policy, floors)
-        self._sessions = Sessions(backend, self.policy)
-        self._recall = Recall(
-            backend,
-            episodic=self._episodic,
-            facts=self.facts,
-            knowledge=self.knowledge,
-            sessions=self._sessions,
-            embedding=embedding,
-            rewriter=rewriter or RuleRewriter(),
-            tz=tz,
-        )
-        self._reflection = Reflection(backend, self.facts, extractor)
-        self._lifecycle = Lifecycle(backend, episodic=self._episodic, sessions=self._sessions, policy=self.policy)
-        if backend.has_perceptual():
+        p = assemble(
+            path, embedder=embedder, durability=durability, rewriter=rewriter, extractor=extractor, tz=tz,
+            floors=(min_bm25_share, min_cosine, min_cosine_alone), checkpoint_bytes=checkpoint_bytes, policy=policy,
+        )  # fmt: skip
+        self.policy, self.embedder, self.dim, self.tz = p.policy, p.embedding.embedder, p.embedding.dim, tz
+        self.facts, self.knowledge = p.facts, p.knowledge
+        self._backend, self._episodic, self._sessions = p.backend, p.episodic, p.sessions
+        self._recall, self._reflection, self._lifecycle = p.recall, p.reflection, p.lifecycle
+        self.path = p.backend.path
+        if p.backend.has_perceptual():
             self._lifecycle.perceptual_forget = self.perceptual.forget_user_op
         self._reflector: Reflector | None = None
 
     # -- retain -----------------------------------------------------------------------------------
 
-    def retain(
-        self,
-        text: str,
-        *,
-        user_id: str,
-        agent_id: str = "default",
-        session_id: str | None = None,
-        role: str = "user",
-        topic: str | None = None,
-        keywords: Sequence[str] = (),
-        timestamp: TimeLike | None = None,
-        importance: float = 0.5,
-        metadata: Mapping[str, Any] | None = None,
-        tool: ToolCall | Mapping[str, Any] | None = None,
-    ) -> Episode:
+    def retain(self, text: str, *, user_id: str, **fields: Unpack[EpisodeFields]) -> Episode:
         """Appends one event to episodic memory; visible to the next recall at once (see
-        :meth:`retain_many` for near-duplicates)."""
-        item = dict(text=text, user_id=user_id, agent_id=agent_id, session_id=session_id, role=role, topic=topic,
-                    keywords=keywords, timestamp=timestamp, importance=importance, metadata=metadata, tool=tool)  # fmt: skip
-        return self._episodic.retain_many([item])[0]
+        :class:`trimem.options.EpisodeFields` for what else it holds, :meth:`retain_many` for
+        near-duplicates)."""
+        return self._episodic.retain_many([dict(fields, text=text, user_id=user_id)])[0]
 
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (one log write, one fsync). `vectors` skips the
@@ -223,25 +153,12 @@ class Memory:
         """A user's episodes (optionally one session's, or those in `[start, end)`), oldest first."""
         return self._episodic.list(user_id=user_id, agent_id=agent_id, session_id=session_id, time_range=time_range)
 
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str = "default",
-        k: int = 5,
-        time_range: tuple[TimeLike, TimeLike] | None = None,
-        session_id: str | None = None,
-        vector: np.ndarray | None = None,
-        mode: SearchMode = "hybrid",
-        now: TimeLike | None = None,
-        touch: bool = False,
-    ) -> list[RecalledEpisode]:
+    def search(self, query: str, *, user_id: str, **options: Unpack[SearchOptions]) -> list[RecalledEpisode]:
         """Hybrid search over one user's episodes (no query rewriting), ranked by relevance,
-        time decay and effective importance (each hit's `explain` gives the terms).
-        `touch=True` counts the hits as used (recall does)."""
-        return self._episodic.search(query, user_id=user_id, agent_id=agent_id, k=k, time_range=time_range,
-                                     session_id=session_id, vector=vector, mode=mode, now=now, touch=touch)  # fmt: skip
+        time decay and effective importance (each hit's `explain` gives the terms); see
+        :class:`trimem.options.SearchOptions`."""
+        check_options(options, SearchOptions.__annotations__, "search")
+        return self._episodic.search(query, user_id=user_id, **options)
 
     def forget(
         self,
@@ -253,12 +170,10 @@ class Memory:
         time_range: tuple[TimeLike, TimeLike] | None = None,
         everything: bool = False,
     ) -> int:
-        """Deletes some of a user's episodes — by id, by session, by time range `[start, end)`
-        (session and range together select their intersection) — or, with `everything=True`,
-        all of the user's episodes, facts with their history, private knowledge, percepts and
-        reflect cursor (the right to be forgotten). Ids of other users raise `UnknownIdError` and
-        nothing changes. Returns how many episodes went. Call :meth:`purge` afterwards to remove
-        every trace from the folder."""
+        """Deletes a user's episodes by id, session and/or time range `[start, end)` — or, with
+        `everything=True`, all the user holds (the right to be forgotten; :meth:`purge` then
+        leaves no trace in the folder). Another user's id raises `UnknownIdError`, changing
+        nothing. Returns how many episodes went."""
         return self._lifecycle.forget(
             episode_ids, user_id=user_id, agent_id=agent_id, session_id=session_id, time_range=time_range,
             everything=everything,
@@ -324,41 +239,12 @@ class Memory:
 
     # -- recall and reflect -----------------------------------------------------------------------
 
-    def recall(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str = "default",
-        session_id: str | None = None,
-        k: int = 5,
-        k_knowledge: int = 3,
-        now: TimeLike | None = None,
-        tz: tzinfo | None = None,
-        same_session: bool = False,
-        n_turns: int = 5,
-        layered: bool = False,
-        enough: Callable[[str, list[Turn]], bool] | None = None,
-        rerank: Reranker | None = None,
-        rerank_depth: int = 3,
-        touch: bool = True,
-        as_of: TimeLike | None = None,
-    ) -> RecallBundle:
+    def recall(self, query: str, *, user_id: str, **options: Unpack[RecallOptions]) -> RecallBundle:
         """Reads touched and pinned facts, searches episodes (time-filtered by the question)
-        and knowledge (never time-filtered), and gathers the session's working memory. What
-        it returns counts as used unless `touch=False` (for read-only looks).
-
-        `layered=True` consults the session's working memory first and long-term memory only
-        when that is not enough (`enough(query, matching_turns)` decides; by default, whether
-        the turns hold every keyword of the question). `rerank(query, texts) -> scores`
-        reorders the best `rerank_depth · k` fused candidates. `as_of=T` answers with what the
-        agent knew at T (nothing is counted as used).
-        """
-        return self._recall(
-            query, user_id=user_id, agent_id=agent_id, session_id=session_id, k=k, k_knowledge=k_knowledge, now=now,
-            tz=tz, same_session=same_session, n_turns=n_turns, layered=layered, enough=enough, rerank=rerank,
-            rerank_depth=rerank_depth, touch=touch, as_of=as_of,
-        )  # fmt: skip
+        and knowledge (never time-filtered), and gathers the session's working memory; what it
+        returns counts as used unless `touch=False` (:class:`trimem.options.RecallOptions`)."""
+        check_options(options, RecallOptions.__annotations__, "recall")
+        return self._recall(query, user_id=user_id, **options)
 
     @property
     def rewriter(self) -> Rewriter:

@@ -1,4 +1,4 @@
-"""Perceptual memory (trimem.perceptual): modalities in their own vector spaces, text → image
+"""Perceptual memory (trimem.layers.perceptual): modalities in their own vector spaces, text → image
 search through a shared space, spaces that never mix, user scopes, persistence through the
 store, and every error path (typed, and nothing changed)."""
 
@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 import pytest
 
-import trimem.perceptual as perceptual_module
+import trimem.layers.perceptual as perceptual_module
 from trimem._core import HybridIndex, Store
 from trimem.errors import (
     DimensionError,
@@ -31,7 +31,7 @@ from trimem.errors import (
     TrimemError,
     UnknownIdError,
 )
-from trimem.perceptual import (
+from trimem.layers.perceptual import (
     Encoder,
     Modality,
     PerceptHit,

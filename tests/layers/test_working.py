@@ -10,13 +10,17 @@ from pathlib import Path
 import pytest
 
 import trimem
-from trimem import Memory
+from trimem import Memory, Policy
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 
 
 def test_working_memory_capacity_ttl_and_reset() -> None:
-    mem = Memory(embedder=None, working_capacity=3, working_ttl=10.0)
+    days = 10 / 86_400  # a 10-second working retention
+    mem = Memory(
+        embedder=None,
+        policy=Policy(working_bound=3, retention_days={"working": days, "episodic": 30.0, "semantic": 365.0}),
+    )
     wm = mem.working("s1")
     assert mem.working("s1") is wm
     for i in range(5):

@@ -10,10 +10,10 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from tests.conftest import REPO_ROOT
-from trimem import Memory
+from tests.conftest import REPO_ROOT, backend_of, store_of
+from trimem import Memory, Policy
 from trimem.errors import InvalidArgumentError, StoreCorruptedError, UnknownIdError
-from trimem.lifecycle import Policy
+from trimem.pipeline.lifecycle import Expired
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -115,11 +115,11 @@ def test_a_duplicate_reinforces_instead_of_piling_up(tmp_path, embedder: str | N
         b = mem.retain(again, user_id="u", timestamp=NOW)
         other = mem.retain("My favourite editor is Vim", user_id="u", timestamp=NOW)
         assert b.id == a.id and other.id != a.id
-        assert mem.stats(user_id="u")["episodic"] == pytest.approx(mem.stats(user_id="u")["episodic"])
-        assert mem.stats(user_id="u")["episodes"] == 2
+        assert mem.stats(user_id="u").episodic == mem.stats(user_id="u").episodic
+        assert mem.stats(user_id="u").episodes == 2
         assert mem.retain(first, user_id="v").id != a.id  # another user's memory is separate
     with Memory(tmp_path / "m", embedder=embedder) as mem:  # replayed from the log: same decisions
-        assert mem.stats(user_id="u")["episodes"] == 2
+        assert mem.stats(user_id="u").episodes == 2
         hit = mem.search(first, user_id="u", now=NOW)[0]
         assert hit.episode.id == a.id and hit.explain["mentions"] == 1
         mem.checkpoint()
@@ -134,7 +134,7 @@ def test_dedup_can_be_turned_off() -> None:
 
 
 def test_consolidation_at_the_bound_on_demand_and_at_session_end() -> None:
-    mem = Memory(embedder=None, working_capacity=5)
+    mem = Memory(embedder=None, policy=Policy(working_bound=5))
     t = datetime.now(UTC) - timedelta(hours=1)  # working memory lives 24 h by the clock
     for i in range(7):  # 2 pushed out: turn 0 (important) and turn 1 (not)
         mem.add_turn(
@@ -156,7 +156,7 @@ def test_consolidation_at_the_bound_on_demand_and_at_session_end() -> None:
     mem.add_turn("s", "user", "ok", user_id="u")
     ended = mem.end_session("s", user_id="u")
     assert ended is not None and [e.text for e in ended.kept] == ["Remember: the on-call rota changes every Monday"]
-    assert ended.expired == 1 and "s" not in mem._working
+    assert ended.expired == 1 and "s" not in mem._sessions
 
 
 def test_forget_expired_applies_retention_per_layer(tmp_path) -> None:
@@ -175,14 +175,13 @@ def test_forget_expired_applies_retention_per_layer(tmp_path) -> None:
         mem.facts.pin("os", user_id="u")  # pinned: stays
         mem.facts.set("editor", "vim", user_id="u", at=NOW - 100 * DAY)
         gone = mem.forget_expired(now=NOW)
-        assert gone == {"episodes": 1, "knowledge": 1, "facts": 1, "working": 1}
+        assert gone == Expired(episodes=1, knowledge=1, facts=1, working=1)
         assert mem.facts.get("old_laptop", user_id="u") is None and mem.facts.history("old_laptop", user_id="u") == []
         assert mem.facts.get("os", user_id="u") is not None and mem.facts.get("editor", user_id="u") is not None
         ids = {e.id for e in mem.episodes(user_id="u")}
         assert stale.id not in ids and {kept_important.id, used.id, fresh.id} <= ids
-        with pytest.raises(UnknownIdError):
-            mem.knowledge.get(doc.id)
-        assert mem.forget_expired(now=NOW) == {"episodes": 0, "knowledge": 0, "facts": 0, "working": 0}
+        assert mem.knowledge.get(doc.id) is None
+        assert mem.forget_expired(now=NOW) == Expired(episodes=0, knowledge=0, facts=0, working=0)
     with Memory(tmp_path / "m", embedder=None) as mem:
         assert stale.id not in {e.id for e in mem.episodes(user_id="u")}
         assert mem.facts.history("old_laptop", user_id="u") == []
@@ -284,11 +283,11 @@ def test_stats_per_layer_and_user() -> None:
     mem.facts.set("editor", "vim", user_id="u")
     mem.facts.set("editor", "helix", user_id="u")
     s = mem.stats(user_id="u", now=NOW)
-    assert s["episodic"]["count"] == 2 and s["episodic"]["bytes"] > 0
-    assert s["episodic"]["oldest_days"] == pytest.approx(10) and s["episodic"]["newest_days"] == pytest.approx(2)
-    assert s["semantic"]["facts"] == 1 and s["semantic"]["fact_versions"] == 2
+    assert s.episodic.count == 2 and s.episodic.bytes > 0
+    assert s.episodic.oldest_days == pytest.approx(10) and s.episodic.newest_days == pytest.approx(2)
+    assert s.semantic.facts == 1 and s.semantic.fact_versions == 2
     everyone = mem.stats(now=NOW)
-    assert everyone["episodes"] == 3 and everyone["users"] == {"default/u": 2, "default/v": 1}
+    assert everyone.episodes == 3 and everyone.users == {"default/u": 2, "default/v": 1}
 
 
 def test_export_and_import_round_trip(tmp_path) -> None:
@@ -301,11 +300,11 @@ def test_export_and_import_round_trip(tmp_path) -> None:
     src.recall("billing fly.io", user_id="u", now=NOW)
     src.retain("someone else", user_id="v")
     written = src.export(tmp_path / "u.tmx", user_id="u")
-    assert written["episodes"] == 2 and written["facts"] == 1 and written["knowledge"] == 1
+    assert (written.episodes, written.facts, written.knowledge) == (2, 1, 1) and written.bytes > 0
     dst = Memory(embedder="hashing")
     dst.retain("already here", user_id="w")
     got = dst.import_from(tmp_path / "u.tmx")
-    assert got == {"episodes": 2, "facts": 1, "knowledge": 1}
+    assert (got.episodes, got.facts, got.knowledge) == (2, 1, 1)
     assert sorted(e.text for e in dst.episodes(user_id="u")) == sorted(e.text for e in src.episodes(user_id="u"))
     assert [v.value for v in dst.facts.history("host", user_id="u")] == ["fly.io", "render"]
     new_e1 = next(e for e in dst.episodes(user_id="u") if e.text == e1.text)
@@ -453,7 +452,7 @@ def test_bad_input_to_the_lifecycle_api_is_refused_and_changes_nothing(tmp_path)
 
     mem = Memory(embedder=None)
     mem.retain("keep me", user_id="u")
-    before = mem.stats()["episodes"]
+    before = mem.stats().episodes
     bad_calls = [
         lambda: mem.add("", user_id="u"),
         lambda: mem.add("   ", user_id="u"),
@@ -473,7 +472,7 @@ def test_bad_input_to_the_lifecycle_api_is_refused_and_changes_nothing(tmp_path)
     for call in bad_calls:
         with pytest.raises((TrimemError, InvalidNameError, InvalidArgumentError)):
             call()
-    assert mem.stats()["episodes"] == before and len(mem.working("s")) == 0
+    assert mem.stats().episodes == before and len(mem.working("s")) == 0
     with pytest.raises(OSError):
         mem.import_from(tmp_path / "missing.tmx")
     with pytest.raises(OSError):
@@ -491,16 +490,16 @@ def test_use_counts_survive_a_failed_write(tmp_path, kind: str, write: str) -> N
     with Memory(tmp_path / "m", embedder=None) as mem:
         e = mem.retain("the release train leaves on thursdays", user_id="u")
         mem.recall("release train", user_id="u")  # one use, pending for the log
-        mem._store.inject_fault(kind)
+        store_of(mem).inject_fault(kind)
         with pytest.raises(StoreIOError):
             if write == "retain":
                 mem.retain("another note about lunch", user_id="u")
             else:
                 mem.facts.set("city", "Faro", user_id="u")
-        mem._store.clear_faults()
+        store_of(mem).clear_faults()
         assert mem.search("release train", user_id="u")[0].explain["accesses"] == 1
         mem.facts.set("editor", "vim", user_id="u")  # carries the pending count to the log
-        assert mem._touched == ([], [], [])
+        assert backend_of(mem)._journal.pending_uses == 0
     with Memory(tmp_path / "m", embedder=None) as mem:
         hit = mem.search("release train", user_id="u")[0]
         assert hit.episode.id == e.id and hit.explain["accesses"] == 1
@@ -520,10 +519,11 @@ def test_purge_leaves_no_forgotten_fact_in_the_graph(tmp_path) -> None:
 
 def test_consolidation_validates_like_retain() -> None:
     mem = Memory(embedder=None)
-    mem.add_turn("s", "user", "Remember: deploys happen on Fridays", user_id="u", agent_id="x/y", importance=0.9)
+    with pytest.raises(InvalidArgumentError):  # refused before the turn lands, not at consolidation
+        mem.add_turn("s", "user", "Remember: deploys happen on Fridays", user_id="u", agent_id="x/y", importance=0.9)
     with pytest.raises(InvalidArgumentError):
         mem.consolidate("s", user_id="u", agent_id="x/y")
-    assert mem.episodes(user_id="u") == []
+    assert mem.episodes(user_id="u") == [] and len(mem.working("s")) == 0
     for text in ("Remember: deploys happen on Fridays", "Remember: the VPN needs a token"):
         mem.add_turn("t", "user", text, user_id="u", importance=0.9)
     kept = mem.consolidate("t", user_id="u").kept

@@ -56,7 +56,7 @@ def writer(cfg: dict) -> None:
     tag = cfg["tag"]  # unique per iteration: every text ever written is unique
     base = datetime(2026, 1, 1, tzinfo=UTC)
     mem = Memory(cfg["folder"], embedder="hashing", durability=cfg.get("durability", "fsync"))
-    _line(fd, {"op": "opened", "recovery": dict(mem._store.recovery())})
+    _line(fd, {"op": "opened", "recovery": dict(mem._backend._journal.store.recovery())})
     n = 0
 
     def text() -> str:

@@ -54,6 +54,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from tests.conftest import backend_of, store_of
 from trimem.errors import (
     StoreCorruptedError,
     StoreError,
@@ -157,7 +158,7 @@ def observe(mem: Memory, users: list[str]) -> dict[str, Any]:
             }
         )
     s = mem.stats()
-    out["stats"] = {k: s[k] for k in ("episodes", "knowledge", "facts", "users")}
+    out["stats"] = {"episodes": s.episodes, "knowledge": s.knowledge, "facts": s.facts, "users": s.users}
     return out
 
 
@@ -308,7 +309,7 @@ def _check_after_kill(folder: Path, model: KillModel, events: list[dict[str, Any
         model.stats[f"killed_in_{pending['op']}"] += 1
 
     with opened(folder) as mem:  # must open cleanly: no exception, consistent folder
-        rec = mem._store.recovery()
+        rec = store_of(mem).recovery()
         g = rec["generation"]
         names = {p.name for p in folder.iterdir()}
         want = {"LOCK", wal_name(g)} | ({snapshot_name(g)} if rec["snapshot"] else set())
@@ -441,7 +442,7 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
     for cut in range(start, end):
         wal.write_bytes(data[:cut])
         with opened(folder) as mem:
-            rec = mem._store.recovery()
+            rec = store_of(mem).recovery()
             assert rec["torn_bytes"] == cut - start, (cut, rec)
             assert rec["log_records"] == len(records) - 1
             assert mem.episodes(user_id="u") == first, cut
@@ -450,18 +451,18 @@ def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:
                 extra = mem.retain(f"appended after a cut at {cut}", user_id="u", timestamp=T0 + timedelta(hours=1))
         if cut in (start + 1, start + 7, start + 8, (start + end) // 2, end - 1):
             with opened(folder) as mem:
-                assert mem._store.recovery()["torn_bytes"] == 0
+                assert store_of(mem).recovery()["torn_bytes"] == 0
                 assert mem.episodes(user_id="u") == [*first, extra]
                 assert extra.id == eps[-1].id  # the lost episode's id was never acknowledged
     # Zeros after the last record are space the log allocated ahead of its appends, not a
     # torn tail: nothing is cut, and the next append lands in them.
     wal.write_bytes(data + bytes(4096))
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == 0
+        assert store_of(mem).recovery()["torn_bytes"] == 0
         assert mem.episodes(user_id="u") == eps
         extra = mem.retain("appended into allocated space", user_id="u", timestamp=T0 + timedelta(hours=2))
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == 0
+        assert store_of(mem).recovery()["torn_bytes"] == 0
         assert mem.episodes(user_id="u") == [*eps, extra]
 
 
@@ -477,18 +478,18 @@ def test_damage_in_allocated_space_is_cut(tmp_path: Path) -> None:
             mem.retain(f"allocated space episode {i}", user_id="u", timestamp=T0 + timedelta(minutes=i))
             for i in range(20)
         ]
-        end = mem._store.log_bytes
+        end = store_of(mem).log_bytes
     wal = only_file(folder, "wal-")
     data = bytearray(wal.read_bytes())
     assert len(data) > end + 100 and not any(data[end:]), "space after the last record is zero-filled"
     data[end : end + 50] = bytes(range(1, 51))
     wal.write_bytes(bytes(data))
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == len(data) - end
+        assert store_of(mem).recovery()["torn_bytes"] == len(data) - end
         assert mem.episodes(user_id="u") == eps
         extra = mem.retain("after the cut", user_id="u", timestamp=T0 + timedelta(hours=1))
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == 0
+        assert store_of(mem).recovery()["torn_bytes"] == 0
         assert mem.episodes(user_id="u") == [*eps, extra]
 
 
@@ -508,19 +509,19 @@ def _flip_fixture(folder: Path) -> dict[int, dict[str, Any]]:
         mem.facts.set("city", "Lisbon", user_id="u1")
         mem.knowledge.add("handbook policy notes for everybody", source="handbook")
         mem.checkpoint()
-        states[mem._store.log_bytes] = observe(mem, users)
+        states[store_of(mem).log_bytes] = observe(mem, users)
         for i in range(4):
             mem.retain(
                 f"after the snapshot {i} postgres migration",
                 user_id=users[i % 2],
                 timestamp=T0 + timedelta(days=1, hours=i),
             )
-            states[mem._store.log_bytes] = observe(mem, users)
+            states[store_of(mem).log_bytes] = observe(mem, users)
         mem.facts.set("city", "Porto", user_id="u1")
-        states[mem._store.log_bytes] = observe(mem, users)
+        states[store_of(mem).log_bytes] = observe(mem, users)
         mem.retain("the very last record redis cache", user_id="u2", timestamp=T0 + timedelta(days=2))
-        states[mem._store.log_bytes] = observe(mem, users)
-        end = mem._store.log_bytes
+        states[store_of(mem).log_bytes] = observe(mem, users)
+        end = store_of(mem).log_bytes
     # Without the zero-filled space after the last record, so every byte is data (damage to
     # that space is a torn tail: tests/test_store.py::test_damage_in_allocated_space_is_cut).
     wal = only_file(folder, "wal-")
@@ -578,7 +579,7 @@ def _bitflip_run(tmp_path: Path, trials: int, seed: int) -> Counter[str]:
         except BaseException as e:  # a panic, a decode error of garbage, ...
             raise AssertionError(f"{where}: {type(e).__name__}: {e}") from e
         try:
-            rec = mem._store.recovery()
+            rec = store_of(mem).recovery()
             seen = observe(mem, ["u1", "u2"])
         finally:
             mem.close()
@@ -656,14 +657,14 @@ def test_io_fault(tmp_path: Path, kind: str, op: str) -> None:
     mem, ids = _fault_fixture(folder)
     try:
         before = observe(mem, users)
-        log_bytes, generation = mem._store.log_bytes, mem._store.generation
+        log_bytes, generation = store_of(mem).log_bytes, store_of(mem).generation
         files = scan_folder(folder)
-        mem._store.inject_fault(kind)
+        store_of(mem).inject_fault(kind)
         with pytest.raises(StoreIOError) as info:
             FAULT_OPS[op](mem, ids)
         assert isinstance(info.value, StoreError) and isinstance(info.value, OSError)
         assert observe(mem, users) == before
-        assert (mem._store.log_bytes, mem._store.generation) == (log_bytes, generation)
+        assert (store_of(mem).log_bytes, store_of(mem).generation) == (log_bytes, generation)
         assert scan_folder(folder) == files  # the failed write left no trace (no .tmp either)
         # Later writes work.
         later = mem.retain("a later write handbook", user_id="u2", timestamp=T0 + timedelta(days=3))
@@ -673,7 +674,7 @@ def test_io_fault(tmp_path: Path, kind: str, op: str) -> None:
     finally:
         mem.close()
     with opened(folder) as mem:
-        assert mem._store.recovery()["torn_bytes"] == 0
+        assert store_of(mem).recovery()["torn_bytes"] == 0
         assert observe(mem, users) == after
 
 
@@ -686,13 +687,13 @@ def test_io_fault_on_a_duplicate_reinforces_nothing(tmp_path: Path, kind: str) -
     mem, ids = _fault_fixture(folder)
 
     def usage(m: Memory) -> dict[str, list[int]]:
-        cols = m._episode_index.columns()
+        cols = backend_of(m).columns("episodes", None)
         return {k: cols[k].tolist() for k in ("ids", "mentions", "last_access")}
 
     again = dict(text="fault fixture 0 handbook deploy", user_id="u1", session_id="s1")
     try:
         before = usage(mem)
-        mem._store.inject_fault(kind)
+        store_of(mem).inject_fault(kind)
         with pytest.raises(StoreIOError):
             mem.retain(**again, timestamp=T0 + timedelta(days=2))
         assert usage(mem) == before
@@ -714,7 +715,7 @@ def test_io_fault_that_cannot_be_undone_refuses_writes_until_reopen(tmp_path: Pa
     mem, _ = _fault_fixture(folder)
     try:
         before = observe(mem, ["u1", "u2"])
-        mem._store.inject_fault("sync_fails", times=2)
+        store_of(mem).inject_fault("sync_fails", times=2)
         with pytest.raises(StoreIOError):
             mem.retain("never acknowledged handbook", user_id="u1")
         with pytest.raises(StoreIOError, match="reopen"):
@@ -734,7 +735,7 @@ def test_io_fault_partway_through_a_batch(tmp_path: Path, kind: str) -> None:
     mem, _ = _fault_fixture(folder)
     try:
         before = observe(mem, ["u1", "u2"])
-        mem._store.inject_fault(kind, after_bytes=100)
+        store_of(mem).inject_fault(kind, after_bytes=100)
         with pytest.raises(StoreIOError):
             mem.retain_many([dict(text=f"batch {i} handbook", user_id="u1") for i in range(3)])
         assert observe(mem, ["u1", "u2"]) == before
@@ -749,7 +750,7 @@ def test_io_fault_buffered(tmp_path: Path) -> None:
     mem, _ = _fault_fixture(folder, durability="buffered")
     try:
         before = observe(mem, ["u1", "u2"])
-        mem._store.inject_fault("disk_full")
+        store_of(mem).inject_fault("disk_full")
         with pytest.raises(StoreIOError):
             mem.retain("never acknowledged handbook", user_id="u1")
         assert observe(mem, ["u1", "u2"]) == before
@@ -770,7 +771,7 @@ def test_checkpoint_fault_after_the_snapshot_is_in_place(tmp_path: Path) -> None
         mem.checkpoint()
         after = observe(mem, ["u1", "u2"])
         snap_size = only_file(folder, "snapshot-").stat().st_size  # the next snapshot is as big
-        mem._store.inject_fault("disk_full", after_bytes=snap_size)
+        store_of(mem).inject_fault("disk_full", after_bytes=snap_size)
         with pytest.raises(StoreIOError):
             mem.checkpoint()
         assert observe(mem, ["u1", "u2"]) == after
@@ -805,11 +806,11 @@ def test_crash_between_new_log_creation_and_its_header(tmp_path: Path, header_by
     new_wal.write_bytes(new_wal.read_bytes()[:header_bytes])
     with opened(folder) as mem:
         assert observe(mem, ["u1", "u2"]) == before
-        assert mem._store.recovery()["torn_bytes"] == header_bytes
+        assert store_of(mem).recovery()["torn_bytes"] == header_bytes
         later = mem.retain("after the reopen handbook", user_id="u1", timestamp=T0)
     with opened(folder) as mem:
         assert later in mem.episodes(user_id="u1")
-        assert {p.name for p in folder.iterdir()} == {"LOCK", new_wal.name, snapshot_name(mem._store.generation)}
+        assert {p.name for p in folder.iterdir()} == {"LOCK", new_wal.name, snapshot_name(store_of(mem).generation)}
 
 
 def test_auto_checkpoint_fault_after_a_logged_write(tmp_path: Path) -> None:
@@ -821,17 +822,17 @@ def test_auto_checkpoint_fault_after_a_logged_write(tmp_path: Path) -> None:
     live: list[Any] = []
     with opened(folder) as mem:
         mem.retain("first text here", user_id="u", timestamp=T0)
-        b0 = mem._store.log_bytes
+        b0 = store_of(mem).log_bytes
         mem.retain("second text her", user_id="u", timestamp=T0)
-        record = mem._store.log_bytes - b0  # the next retain's record is as big
-        mem.checkpoint_bytes = mem._store.log_bytes + 1  # the next retain triggers a checkpoint
-        mem._store.inject_fault("disk_full", after_bytes=record)  # the append fits, the snapshot not
+        record = store_of(mem).log_bytes - b0  # the next retain's record is as big
+        backend_of(mem).checkpoint_bytes = store_of(mem).log_bytes + 1  # the next retain triggers a checkpoint
+        store_of(mem).inject_fault("disk_full", after_bytes=record)  # the append fits, the snapshot not
         try:
             mem.retain("third text here", user_id="u", timestamp=T0)
             raised = False
         except StoreIOError:
             raised = True
-        mem.checkpoint_bytes = 1 << 30
+        backend_of(mem).checkpoint_bytes = 1 << 30
         present = "third text here" in [e.text for e in mem.episodes(user_id="u")]
         if present == raised:  # what the call reported must be what happened
             problems.append(
@@ -986,7 +987,7 @@ class StoreMachine(RuleBasedStateMachine):
     def reopen(self) -> None:
         self.mem.close()
         self.mem = Memory(self.folder, embedder="hashing")
-        assert self.mem._store.recovery()["torn_bytes"] == 0
+        assert store_of(self.mem).recovery()["torn_bytes"] == 0
 
     @rule(
         kind=st.sampled_from(FAULTS),
@@ -994,7 +995,7 @@ class StoreMachine(RuleBasedStateMachine):
         user=st.sampled_from(USERS),
     )
     def failing_write(self, kind: str, what: str, user: str) -> None:
-        self.mem._store.inject_fault(kind)
+        store_of(self.mem).inject_fault(kind)
         with pytest.raises(StoreIOError):
             if what == "retain":
                 self.mem.retain(self._text(), user_id=user)
@@ -1011,7 +1012,7 @@ class StoreMachine(RuleBasedStateMachine):
             got = {e.id: (e.text, e.session_id, e.timestamp) for e in self.mem.episodes(user_id=u)}
             assert got == self.episodes[u], u
             assert {f.key: f.value for f in self.mem.facts.list(user_id=u)} == self.facts[u], u
-        assert self.mem.stats()["episodes"] == sum(len(v) for v in self.episodes.values())
+        assert self.mem.stats().episodes == sum(len(v) for v in self.episodes.values())
 
     def teardown(self) -> None:
         self.mem.close()
@@ -1283,7 +1284,7 @@ def test_purge_leaves_no_trace_of_forgotten_text(tmp_path: Path) -> None:
                 assert c.encode() in blob, f"{when}: kept canary {c!r} not found: the scan is blind"
 
         scan("after purge")
-        g = mem._store.generation
+        g = store_of(mem).generation
         assert set(scan_folder(folder)) == {"LOCK", snapshot_name(g), wal_name(g)}
         assert (folder / wal_name(g)).stat().st_size == WAL_HEADER
     scan("after close")
@@ -1292,7 +1293,7 @@ def test_purge_leaves_no_trace_of_forgotten_text(tmp_path: Path) -> None:
         assert mem.episodes(user_id="bob") == [] and mem.facts.list(user_id="bob") == []
         assert mem.facts.history("secret", user_id="bob") == []
         assert all(r.doc.user_id is None for r in mem.knowledge.search("bob private doc", user_id="bob", k=10))
-        assert ("default", "bob") not in mem._cursors and ("default", "bob") not in mem.pending_reflection()
+        assert backend_of(mem).cursor("default", "bob") == 0 and ("default", "bob") not in mem.pending_reflection()
         assert observe(mem, ["carol"])["carol"] == carol_before
         assert [r.doc.source for r in mem.knowledge.search(f"shared handbook {kept[5]}", k=5)] == ["handbook"]
     scan("after reopen")
@@ -1369,7 +1370,7 @@ def test_newer_format_version_is_refused(tmp_path: Path) -> None:
 def test_buffered_survives_clean_close(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     with opened(folder, durability="buffered") as mem:
-        assert mem._store.durability == "buffered"
+        assert store_of(mem).durability == "buffered"
         eps = mem.retain_many([dict(text=f"buffered {i} deploy", user_id="u", timestamp=T0) for i in range(50)])
         eps.append(mem.retain("the last buffered write", user_id="u", timestamp=T0))
         mem.facts.set("city", "Lisbon", user_id="u")

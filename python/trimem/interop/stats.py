@@ -73,7 +73,7 @@ def _summary(cols: Columns, now: int) -> CollectionStats:
     n = len(cols["ids"])
     if not n:
         return CollectionStats(count=0)
-    ages = (now - cols["timestamps"]) / DAY_US
+    ages = (now - cols["timestamps"].astype(np.int64)) / DAY_US
     return CollectionStats(
         count=n,
         bytes=int(cols["bytes"].sum()),

@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 
 from trimem._backend.ops import Op, OpFact, OpPin
-from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreIOError, StoreVersionError
+from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
 from trimem.records import Episode, FactVersion, KnowledgeDoc
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 
@@ -125,7 +125,7 @@ def export(
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".trimem-export-")
     except OSError as e:
-        raise InvalidArgumentError(f"cannot write an export into {folder}: {e}") from None
+        raise StoreIOError(e.errno, f"cannot write an export into {folder}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

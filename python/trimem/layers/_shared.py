@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from trimem.config import MAX_TEXT_CHARS
-from trimem.errors import InvalidArgumentError
+from trimem.errors import ArgumentTypeError, InvalidArgumentError
+
+
+def check_options(given: Mapping[str, object], allowed: Iterable[str], what: str) -> None:
+    """Refuses keyword options a verb does not know (a typo must not pass silently)."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ArgumentTypeError(f"{what} got unknown options {unknown}; it takes {sorted(allowed)}")
 
 
 def check_text(text: object) -> str:

@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -19,10 +20,14 @@ from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import Op, OpRetain
 from trimem.config import MAX_BATCH, Policy
 from trimem.errors import InvalidArgumentError
-from trimem.layers._shared import Embedding, check_text, collector_paused
+from trimem.layers._shared import Embedding, check_options, check_text, collector_paused
+from trimem.options import EpisodeFields
 from trimem.records import Episode, RecalledEpisode, SearchMode, ToolCall, search_text
 from trimem.scope import check_id, episode_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros_range
+
+
+_ITEM_KEYS = frozenset(EpisodeFields.__annotations__) | {"text", "user_id"}
 
 
 class EpisodicMemory:
@@ -82,8 +87,16 @@ class EpisodicMemory:
 
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (see :meth:`trimem.Memory.retain_many`)."""
+        if isinstance(items, (str, bytes, Mapping)):
+            raise InvalidArgumentError("retain_many takes a list of items (mappings with text, user_id, ...)")
+        drafts = []
         with collector_paused():
-            return self.retain_drafts([self.fields(**it) for it in items], vectors)
+            for it in items:
+                if not isinstance(it, Mapping):
+                    raise InvalidArgumentError(f"each item is a mapping with text and user_id, got {type(it).__name__}")
+                check_options(it, _ITEM_KEYS, "an episode")
+                drafts.append(self.fields(**it))
+            return self.retain_drafts(drafts, vectors)
 
     def retain_drafts(self, drafts: list[dict[str, Any]], vectors: np.ndarray | None) -> list[Episode]:
         """`retain_many` of validated fields (consolidation, whose items are checked already,
@@ -171,7 +184,7 @@ class EpisodicMemory:
         mode: SearchMode = "hybrid",
         now: TimeLike | None = None,
         touch: bool = False,
-    ) -> list[RecalledEpisode]:
+    ) -> builtins.list[RecalledEpisode]:
         """Hybrid search over one user's episodes (see :meth:`trimem.Memory.search`)."""
         ns = episode_namespace(agent_id, user_id)
         if session_id is not None:

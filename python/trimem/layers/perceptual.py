@@ -32,16 +32,11 @@ same scope as episodes), and every search is inside one user's records.
 []
 
 Only vectors, captions and the caller's ``ref`` (a URI or path) are stored, never the raw
-item. A caption is indexed for BM25 too: a text query (a ``str``) searches both the caption and
-the vector (hybrid, reciprocal rank fusion); any other query searches vectors only. (A
-modality whose ``str`` items are not text — image paths, say — is registered with
-``text=False``.)
-
-Persistence goes through a :class:`trimem.Store`: :meth:`PerceptualMemory.indexes` gives the
-named engine indexes and :meth:`PerceptualMemory.state` a small msgpack blob (modalities, spaces,
-the id counter); :meth:`PerceptualMemory.load` (or the constructor) takes them back. Encoders are
-code and are not stored: register them again after a reopen (a different encoder for a stored
-modality is refused).
+item. A text query searches caption (BM25) and vector, fused; any other query vectors only
+(register a modality whose ``str`` items are not text with ``text=False``). Persistence:
+:meth:`PerceptualMemory.indexes` and :meth:`PerceptualMemory.state` (modalities, spaces, the id
+counter), taken back by :meth:`PerceptualMemory.load`. Encoders are code, not stored: register
+them again after a reopen (a different encoder for a stored modality is refused).
 """
 
 from __future__ import annotations
@@ -49,10 +44,10 @@ from __future__ import annotations
 import math
 import operator
 import os
-import re
+import string
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -60,7 +55,7 @@ import numpy.typing as npt
 
 from trimem._backend.ops import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
 from trimem._core import Hits, HybridIndex, StoredRecord
-from trimem.embedders import check_vectors
+from trimem.embedders import Encoder, PrecomputedEncoder, check_vectors
 from trimem.errors import (
     DimensionError,
     EmbedderMismatchError,
@@ -92,56 +87,10 @@ MAX_CAPTION_CHARS = 100_000
 MAX_REF_CHARS = 4096
 STATE_VERSION = 1
 INDEX_PREFIX = "percept_"
-_NAME = re.compile(r"[A-Za-z0-9_]{1,56}")  # a store section name is at most 64 of these
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")  # a store section name: at most 64
 _ADD_KEYS = frozenset(
     {"modality", "item", "user_id", "agent_id", "caption", "ref", "timestamp", "metadata", "importance"}
 )
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    """What a modality needs: ``name`` identifies the model (a store built with one refuses
-    another), ``dim`` is the vector width, and calling it with ``n`` items returns float32
-    ``(n, dim)``."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def __call__(self, items: list[Any], /) -> Vectors: ...
-
-
-class PrecomputedEncoder:
-    """An encoder for items that already are vectors (from a model run elsewhere): each item is
-    a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
-    them, so vectors of two models never share a space unnoticed.
-
-    >>> PrecomputedEncoder("clip-vit-b32-image", 2)([[1, 0], [0.5, 0.5]]).tolist()
-    [[1.0, 0.0], [0.5, 0.5]]
-    """
-
-    def __init__(self, name: str, dim: int) -> None:
-        self._name, self._dim = str(name), int(dim)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def __repr__(self) -> str:
-        return f"PrecomputedEncoder({self._name!r}, {self._dim})"
-
-    def __call__(self, items: list[Any], /) -> Vectors:
-        return (
-            np.asarray(items, dtype=np.float32).reshape(len(items), -1)
-            if items
-            else np.zeros((0, self._dim), np.float32)
-        )
 
 
 class PerceptHit(msgspec.Struct, frozen=True):
@@ -190,7 +139,7 @@ def index_name(space: str) -> str:
 def _check_name(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise InvalidNameError(f"{what} must be a string, got {type(value).__name__}")
-    if not _NAME.fullmatch(value):
+    if not (1 <= len(value) <= 56 and _NAME_CHARS.issuperset(value)):
         raise InvalidNameError(f"invalid {what} {value!r}: use 1-56 ASCII letters, digits or '_'")
     return value
 

@@ -71,6 +71,7 @@ class Lifecycle:
         """Working items at or above `policy.consolidate_importance` become episodes (with their
         session, role and time), the rest expire. `everything` takes the live turns too (session
         end or on demand); otherwise only those the capacity bound pushed out."""
+        episode_namespace(agent_id, user_id)
         wm = self._sessions.get(session_id)
         items = wm.take_evicted()
         if everything:

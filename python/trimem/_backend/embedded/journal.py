@@ -71,6 +71,11 @@ class Journal:
         self._restore(touch)
 
     @property
+    def pending_uses(self) -> int:
+        """Use counts not yet in the log."""
+        return len(self._episodes) + len(self._knowledge) + len(self._mentions)
+
+    @property
     def log_bytes(self) -> int:
         return self.store.log_bytes
 

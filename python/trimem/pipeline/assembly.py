@@ -1,0 +1,106 @@
+"""Builds the parts of a :class:`trimem.Memory` — backend, layers and pipeline — from its
+arguments, validating each: the facade only exposes their verbs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Any
+
+from trimem._backend import Floors
+from trimem._backend.embedded import EmbeddedBackend
+from trimem.config import Policy
+from trimem.errors import InvalidArgumentError
+from trimem.layers._shared import Embedding
+from trimem.layers.episodic import EpisodicMemory
+from trimem.layers.graph_view import GraphView
+from trimem.layers.perceptual import PerceptualMemory
+from trimem.layers.semantic import Facts, KnowledgeBase
+from trimem.layers.working import Sessions
+from trimem.pipeline.lifecycle import Lifecycle
+from trimem.pipeline.recall import Recall
+from trimem.pipeline.reflection import Reflection
+from trimem.records import Durability
+from trimem.reflect import Extractor
+from trimem.rewrite import Rewriter, RuleRewriter
+
+
+@dataclass(frozen=True)
+class Parts:
+    backend: EmbeddedBackend
+    embedding: Embedding
+    policy: Policy
+    episodic: EpisodicMemory
+    facts: Facts
+    knowledge: KnowledgeBase
+    sessions: Sessions
+    recall: Recall
+    reflection: Reflection
+    lifecycle: Lifecycle
+
+
+def _unit(name: str, value: object, low: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= 1.0:
+        raise InvalidArgumentError(f"{name} must be a number in [{low:g}, 1], got {value!r}")
+    return float(value)
+
+
+def assemble(
+    path: str | os.PathLike[str] | None,
+    *,
+    embedder: Any,
+    durability: Durability,
+    rewriter: Rewriter | None,
+    extractor: Extractor | None,
+    tz: tzinfo,
+    floors: tuple[float, float, float],
+    checkpoint_bytes: int,
+    policy: Policy | None,
+) -> Parts:
+    """The parts of one memory; the backend opens (and replays) its store here."""
+    from trimem.embedders import resolve_embedder
+
+    if policy is not None and not isinstance(policy, Policy):
+        raise InvalidArgumentError(f"policy must be a trimem.Policy, got {type(policy).__name__}")
+    if not isinstance(tz, tzinfo):
+        raise InvalidArgumentError(f"tz must be a datetime.tzinfo, got {type(tz).__name__}")
+    if isinstance(checkpoint_bytes, bool) or not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
+        raise InvalidArgumentError(f"checkpoint_bytes must be a positive integer, got {checkpoint_bytes!r}")
+    bm25_share, cosine, cosine_alone = floors
+    floor = Floors(
+        bm25_share=_unit("min_bm25_share", bm25_share, 0.0),
+        cosine=_unit("min_cosine", cosine, -1.0),
+        cosine_alone=_unit("min_cosine_alone", cosine_alone, -1.0),
+    )
+    policy = policy if policy is not None else Policy()
+    embedding = Embedding(resolve_embedder(embedder))
+    backend = EmbeddedBackend(
+        path,
+        dim=embedding.dim,
+        embedder_name=embedding.name,
+        durability=durability,
+        checkpoint_bytes=checkpoint_bytes,
+        touch_flush=policy.touch_flush,
+        perceptual=lambda b: PerceptualMemory(lock=b.lock, commit=lambda op: b.write([op])),
+        graph=GraphView,
+    )
+    episodic = EpisodicMemory(backend, embedding, policy, floor)
+    facts = Facts(backend)
+    knowledge = KnowledgeBase(backend, embedding, policy, floor)
+    sessions = Sessions(backend, policy)
+    recall = Recall(
+        backend,
+        episodic=episodic,
+        facts=facts,
+        knowledge=knowledge,
+        sessions=sessions,
+        embedding=embedding,
+        rewriter=rewriter or RuleRewriter(),
+        tz=tz,
+    )
+    lifecycle = Lifecycle(backend, episodic=episodic, sessions=sessions, policy=policy)
+    return Parts(
+        backend, embedding, policy, episodic, facts, knowledge, sessions, recall,
+        Reflection(backend, facts, extractor), lifecycle,
+    )  # fmt: skip
