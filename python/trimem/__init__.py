@@ -49,6 +49,7 @@ from trimem.errors import (
     UnknownIdError,
 )
 from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
+from trimem.scope import SHARED
 
 if TYPE_CHECKING:
     from trimem.config import Policy
@@ -76,6 +77,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "SHARED",
     "ArgumentTypeError",
     "DTypeError",
     "DependencyError",

@@ -12,11 +12,29 @@ trimem.errors.InvalidNameError: invalid user_id 'a/b': it must not contain '/'
 
 from __future__ import annotations
 
+import enum
 import functools
+from typing import Final, Literal
 
-from trimem.errors import InvalidNameError
+from trimem.errors import InvalidArgumentError, InvalidNameError
 
 MAX_ID_CHARS = 128
+
+
+class _Shared(enum.Enum):
+    SHARED = "shared"
+
+    def __repr__(self) -> str:
+        return "trimem.SHARED"
+
+    __str__ = __repr__
+
+
+SHARED: Final = _Shared.SHARED
+"""The scope of an agent's knowledge that all its users share (``user_id=SHARED``, the default
+of the knowledge base), spelled out so that ``None`` never means two things."""
+
+Shared = Literal[_Shared.SHARED]
 
 
 def check_id(what: str, value: object) -> str:
@@ -55,7 +73,20 @@ def episode_namespace(agent_id: str, user_id: str) -> str:
 
 
 def knowledge_namespace(agent_id: str, user_id: str | None) -> str:
-    """Shared knowledge lives in the agent's namespace, private knowledge in the user's."""
+    """Shared knowledge (stored with user None) lives in the agent's namespace, private
+    knowledge in the user's."""
     if user_id is None:
         return check_id("agent_id", agent_id)
     return episode_namespace(agent_id, user_id)
+
+
+def knowledge_owner(user_id: str | Shared) -> str | None:
+    """The stored owner of a document: None for :data:`SHARED`, else the (valid) user id."""
+    if user_id is SHARED:
+        return None
+    if user_id is None:
+        raise InvalidArgumentError(
+            "user_id=None is ambiguous for knowledge: pass trimem.SHARED for the agent's shared "
+            "documents, or a user id for that user's private ones"
+        )
+    return check_id("user_id", user_id)

@@ -23,7 +23,7 @@ import numpy as np
 from trimem._backend.ops import Op, OpFact, OpPin
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
 from trimem.records import Episode, FactVersion, KnowledgeDoc
-from trimem.scope import check_id, episode_namespace, knowledge_namespace
+from trimem.scope import SHARED, check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
@@ -223,7 +223,7 @@ def import_export(
             dict(
                 text=d.doc.text,
                 agent_id=d.doc.agent_id,
-                user_id=d.doc.user_id,
+                user_id=SHARED if d.doc.user_id is None else d.doc.user_id,
                 source=d.doc.source,
                 title=d.doc.title,
                 timestamp=d.doc.timestamp,

@@ -28,7 +28,7 @@ from trimem.config import Policy
 from trimem.errors import InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
-from trimem.scope import check_id, knowledge_namespace
+from trimem.scope import SHARED, Shared, check_id, knowledge_namespace, knowledge_owner
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
 MAX_KEY_CHARS = 128
@@ -207,13 +207,14 @@ class KnowledgeBase:
         text: str,
         *,
         agent_id: str = "default",
-        user_id: str | None = None,
+        user_id: str | Shared = SHARED,
         source: str | None = None,
         title: str | None = None,
         timestamp: TimeLike | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> KnowledgeDoc:
-        """Adds one document: shared by the agent's users, or private to ``user_id``."""
+        """Adds one document: shared by the agent's users (``user_id=SHARED``, the default), or
+        private to ``user_id``."""
         item = dict(
             text=text,
             agent_id=agent_id,
@@ -230,7 +231,7 @@ class KnowledgeBase:
         backend = self._backend
         drafts: list[dict[str, Any]] = []
         for it in items:
-            user_id = it.get("user_id")
+            user_id = knowledge_owner(it.get("user_id", SHARED))
             source, title = it.get("source"), it.get("title")
             if source is not None and not isinstance(source, str):
                 raise InvalidArgumentError(f"source must be a string, got {type(source).__name__}")
@@ -239,7 +240,7 @@ class KnowledgeBase:
             drafts.append(
                 dict(
                     agent_id=check_id("agent_id", it.get("agent_id") or "default"),
-                    user_id=None if user_id is None else check_id("user_id", user_id),
+                    user_id=user_id,
                     text=check_text(it.get("text")),
                     timestamp=now_micros(it.get("timestamp")),
                     source=source,
@@ -275,16 +276,16 @@ class KnowledgeBase:
         """The document, or None."""
         return self._backend.document(int(doc_id))
 
-    def list(self, *, agent_id: str = "default", user_id: str | None = None) -> builtins.list[KnowledgeDoc]:
+    def list(self, *, agent_id: str = "default", user_id: str | Shared = SHARED) -> builtins.list[KnowledgeDoc]:
         """The agent's shared documents, or with ``user_id`` that user's private ones, by id."""
-        ns = knowledge_namespace(agent_id, user_id)
+        ns = knowledge_namespace(agent_id, knowledge_owner(user_id))
         docs = (self._backend.document(i) for i in self._backend.document_ids(ns))
         return [d for d in docs if d is not None]
 
-    def delete(self, doc_ids: Iterable[int], *, agent_id: str = "default", user_id: str | None = None) -> int:
+    def delete(self, doc_ids: Iterable[int], *, agent_id: str = "default", user_id: str | Shared = SHARED) -> int:
         """Deletes documents of one scope (the agent's shared ones, or a user's private ones) by
         id; an id of another scope raises `UnknownIdError` and nothing changes."""
-        ns = knowledge_namespace(agent_id, user_id)
+        ns = knowledge_namespace(agent_id, knowledge_owner(user_id))
         ids = sorted({int(i) for i in doc_ids})
         with self._backend.lock:
             mine = set(self._backend.document_ids(ns))
@@ -300,23 +301,24 @@ class KnowledgeBase:
         query: str,
         *,
         agent_id: str = "default",
-        user_id: str | None = None,
+        user_id: str | Shared = SHARED,
         k: int = 5,
         vector: np.ndarray | None = None,
         now: TimeLike | None = None,
         before: int | None = None,
     ) -> builtins.list[RecalledKnowledge]:
-        """Hybrid search over the agent's shared documents and, with `user_id`, that user's
-        private ones. Never time-filtered by a question: the latest policy applies to any
+        """Hybrid search over the agent's shared documents and, with a `user_id`, that user's
+        private ones too. Never time-filtered by a question: the latest policy applies to any
         question (``before`` answers with what was known then)."""
         check_text(query)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
         if vector is None:
             vector = self._embed.one(query)
+        owner = knowledge_owner(user_id)
         spaces = [knowledge_namespace(agent_id, None)]
-        if user_id is not None:
-            spaces.append(knowledge_namespace(agent_id, user_id))
+        if owner is not None:
+            spaces.append(knowledge_namespace(agent_id, owner))
         at = now_micros(now)
         found: list[RecalledKnowledge] = []
         for ns in spaces:
