@@ -49,7 +49,9 @@ def main() -> None:
     args = ap.parse_args()
     sides: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for i in range(args.runs):
-        for side, path in (("A", args.before), ("B", args.after)) if i % 2 == 0 else (("B", args.after), ("A", args.before)):
+        for side, path in (
+            (("A", args.before), ("B", args.after)) if i % 2 == 0 else (("B", args.after), ("A", args.before))
+        ):
             sides[side].append(run(path))
             print(f"run {i + 1} {side}: {sides[side][-1]}", file=sys.stderr, flush=True)
     print(f"| figure | A (median of {args.runs}) | B | B/A |")
