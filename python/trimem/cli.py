@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from trimem._usage import UsageError
 from trimem.errors import TrimemError
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
@@ -28,13 +29,6 @@ __all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
 # Namespace attributes the parsers set as defaults (never options of their own).
 _PARSER = "_trimem_parser"
 _CHECK = "_trimem_check"
-
-
-class UsageError(Exception):
-    """A bad command-line argument that only the command can see (a data folder that is not
-    there, a value the engine would refuse). :func:`main` reports it like argparse does, with
-    the command's usage line, and exits 2. Start the message with ``argument --x:`` when one
-    option is to blame."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -405,7 +399,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 
 def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from trimem.bench.evaluate import add_parser
+    from trimem.bench.eval_cli import add_parser
 
     add_parser(sub)
     sub.choices["eval"].set_defaults(**{_CHECK: _check_eval})
@@ -414,7 +408,7 @@ def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _check_eval(args: argparse.Namespace) -> None:
     """What ``eval``'s options cannot check alone, before anything is loaded or embedded:
     numbers are in range, --json can be written (the run writes it last), the data are there."""
-    from trimem.bench.evaluate import _data_path, _modes
+    from trimem.bench.eval_cli import _data_path, _modes
 
     locomo = args.dataset == "locomo"
     if locomo:

@@ -12,7 +12,7 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from trimem.cli import UsageError
+from trimem._usage import UsageError
 from trimem.errors import EmbedderMismatchError, StoreIOError
 from trimem.memory import Memory
 from trimem.records import Scored

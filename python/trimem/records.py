@@ -15,6 +15,31 @@ from typing import Any, Literal
 
 import msgspec
 
+__all__ = [
+    "Durability",
+    "Episode",
+    "EpisodeExtras",
+    "Fact",
+    "FactChange",
+    "FactVersion",
+    "KnowledgeDoc",
+    "Modality",
+    "PerceptRecord",
+    "Placement",
+    "RecalledEpisode",
+    "RecalledKnowledge",
+    "Recovery",
+    "Scored",
+    "SearchMode",
+    "ToolCall",
+    "Turn",
+    "decode_knowledge",
+    "encode",
+    "episode_from_record",
+    "episode_payload",
+    "search_text",
+]
+
 Durability = Literal["fsync", "buffered"]
 """How a store write returns: after its fsync, or handed to the OS and fsynced within a second."""
 SearchMode = Literal["hybrid", "bm25", "vector"]

@@ -18,6 +18,16 @@ from typing import Final, Literal
 
 from trimem.errors import InvalidArgumentError, InvalidNameError
 
+__all__ = [
+    "MAX_ID_CHARS",
+    "SHARED",
+    "Shared",
+    "check_id",
+    "episode_namespace",
+    "knowledge_namespace",
+    "knowledge_owner",
+]
+
 MAX_ID_CHARS = 128
 
 

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, tzinfo
 
 from trimem.errors import InvalidArgumentError
 
+__all__ = ["TimeLike", "as_datetime", "from_micros", "now_micros", "to_micros", "to_micros_range"]
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 TimeLike = datetime | int

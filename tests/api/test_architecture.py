@@ -39,7 +39,7 @@ RANKS: list[tuple[str, ...]] = [
     ("trimem.pipeline",),
     ("trimem.interop",),
     ("trimem.memory",),
-    ("trimem", "trimem.__main__", "trimem.cli", "trimem.demo", "trimem.bench"),
+    ("trimem", "trimem.__main__", "trimem.cli", "trimem._usage", "trimem.demo", "trimem.bench"),
 ]
 
 

@@ -21,6 +21,7 @@ import pytest
 
 import trimem.bench.evaluate as ev
 from trimem import demo
+from trimem.bench import meter
 from trimem.cli import main
 from trimem.errors import StoreLockedError
 
@@ -279,7 +280,7 @@ def test_preview_leaves_short_text_whole() -> None:
 def test_eval_shows_progress_on_stderr(
     scifact_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(ev, "PROGRESS_EVERY_S", 0.0)  # a line at every step of this small run
+    monkeypatch.setattr(meter, "PROGRESS_EVERY_S", 0.0)  # a line at every step of this small run
     argv = ["eval", "scifact", "--data", str(scifact_dir), "--max-docs", "300", "--max-queries", "5"]
     assert main([*argv, "--embedder", "hashing", "--no-cache", "--modes", "bm25,hybrid"]) == 0
     out, err = capsys.readouterr()
@@ -292,7 +293,7 @@ def test_eval_shows_progress_on_stderr(
 def test_eval_no_progress_is_quiet(
     scifact_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(ev, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(meter, "PROGRESS_EVERY_S", 0.0)
     argv = ["eval", "scifact", "--data", str(scifact_dir), "--max-docs", "300", "--max-queries", "5"]
     assert main([*argv, "--embedder", "hashing", "--no-cache", "--modes", "bm25", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""

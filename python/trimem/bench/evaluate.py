@@ -65,23 +65,23 @@ ever written next to the data.
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 import numpy.typing as npt
+
+from trimem.bench.embedding_cache import EmbeddingCache, _make_embedder, default_cache_dir
+from trimem.bench.meter import Meter
 
 __all__ = [
     "CATEGORIES",
@@ -95,7 +95,6 @@ __all__ = [
     "EmbeddingCache",
     "Question",
     "Settings",
-    "add_parser",
     "default_cache_dir",
     "evaluate_locomo",
     "evaluate_scifact",
@@ -216,186 +215,6 @@ def ndcg_at_k(ranked: Sequence[Any], gains: Mapping[Any, float], k: int = 10) ->
 
 
 # ============================================================================ progress
-
-PROGRESS_EVERY_S = 5.0  # seconds between two plain progress lines
-
-
-class _Meter:
-    """Progress of one long step on ``stream``: a tqdm bar when tqdm is installed and the stream
-    is a terminal; otherwise (a log file, CI) a plain line at most every
-    :data:`PROGRESS_EVERY_S` seconds, and a closing one when the last did not show the end. A
-    short step stays quiet and a long one is never silent. ``stream=None`` shows nothing."""
-
-    def __init__(self, stream: TextIO | None, desc: str, total: int, unit: str) -> None:
-        self._stream, self._desc, self._total, self._unit = stream, desc, total, unit
-        self._done = 0
-        self._t0 = self._last = time.perf_counter()
-        self._shown = 0  # items done at the last plain line; 0: none printed
-        self._bar: Any = None
-        if stream is not None and _is_terminal(stream):
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                pass
-            else:
-                self._bar = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False, dynamic_ncols=True)
-
-    def __enter__(self) -> _Meter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def update(self, n: int = 1) -> None:
-        self._done += n
-        if self._bar is not None:
-            self._bar.update(n)
-            return
-        now = time.perf_counter()
-        if self._stream is not None and now - self._last >= PROGRESS_EVERY_S:
-            self._last = now
-            self._shown = self._done
-            pct = 100 * self._done / self._total if self._total else 100.0
-            print(
-                f"{self._desc}: {self._done}/{self._total} {self._unit} ({pct:.0f}%, {now - self._t0:.0f}s)",
-                file=self._stream,
-                flush=True,
-            )
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-        elif self._stream is not None and 0 < self._shown < self._done:
-            self._shown = self._done
-            print(
-                f"{self._desc}: {self._done}/{self._total} {self._unit} in {time.perf_counter() - self._t0:.1f}s",
-                file=self._stream,
-                flush=True,
-            )
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
-
-
-# ============================================================================ embeddings
-
-
-def default_cache_dir() -> Path:
-    """``$TRIMEM_BENCH_CACHE`` when set, else ``<tmp>/trimem-eval-cache``."""
-    env = os.environ.get("TRIMEM_BENCH_CACHE")
-    return Path(env) if env else Path(tempfile.gettempdir()) / "trimem-eval-cache"
-
-
-class EmbeddingCache:
-    """An embedder with an on-disk, per-text cache (``<dir>/eval-<name>.{npy,json}``).
-
-    Rows are keyed by a SHA-256 of the text; new texts are embedded and appended, with progress
-    on ``progress`` (``None``: quiet). ``directory=None`` disables the disk cache. A cache that
-    cannot be read or written is ignored.
-    """
-
-    def __init__(self, embedder: Any, directory: Path | None, *, progress: TextIO | None = sys.stderr) -> None:
-        self.embedder = embedder
-        self.progress = progress
-        self.dim = int(embedder.dim)
-        self.name = str(embedder.name)
-        self._dir = directory
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
-        self._npy = None if directory is None else directory / f"eval-{safe}-d{self.dim}.npy"
-        self._keys_path = None if directory is None else directory / f"eval-{safe}-d{self.dim}.json"
-        self._rows: dict[str, int] = {}
-        self._data: Vectors = np.empty((0, self.dim), dtype=np.float32)
-        self._load()
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-    def _load(self) -> None:
-        if self._npy is None or self._keys_path is None:
-            return
-        try:
-            keys = json.loads(self._keys_path.read_text(encoding="utf-8"))
-            data = np.load(self._npy, allow_pickle=False)
-        except (OSError, ValueError):
-            return
-        if (
-            not isinstance(keys, list)
-            or data.dtype != np.float32
-            or data.ndim != 2
-            or data.shape != (len(keys), self.dim)
-        ):
-            return
-        self._rows = {str(k): i for i, k in enumerate(keys)}
-        self._data = data
-
-    def _save(self) -> None:
-        if self._dir is None or self._npy is None or self._keys_path is None:
-            return
-        keys = [""] * len(self._rows)
-        for k, i in self._rows.items():
-            keys[i] = k
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            tmp_npy = self._npy.with_suffix(f".{os.getpid()}.tmp.npy")
-            tmp_keys = self._keys_path.with_suffix(f".{os.getpid()}.tmp")
-            np.save(tmp_npy, self._data, allow_pickle=False)
-            tmp_keys.write_text(json.dumps(keys), encoding="utf-8")
-            os.replace(tmp_npy, self._npy)
-            os.replace(tmp_keys, self._keys_path)
-        except OSError:
-            pass
-
-    def __call__(self, texts: Sequence[str], *, desc: str = "embedding") -> Vectors:
-        keys = [self._key(t) for t in texts]
-        missing: dict[str, str] = {}
-        for k, t in zip(keys, texts):
-            if k not in self._rows and k not in missing:
-                missing[k] = t
-        if missing:
-            new = self._embed(list(missing.values()), desc)
-            base = len(self._rows)
-            for i, k in enumerate(missing):
-                self._rows[k] = base + i
-            self._data = np.concatenate([self._data, new]) if base else new
-            self._save()
-        if not keys:
-            return np.empty((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self._data[[self._rows[k] for k in keys]])
-
-    def _embed(self, texts: list[str], desc: str) -> Vectors:
-        """``texts`` embedded one batch per call, so progress can be shown while a large set
-        takes minutes. MiniLM sorts a call's texts by length and runs them in batches of
-        ``batch_size``; feeding it the length-sorted texts one batch at a time gives it the very
-        batches of a single call, so the vectors do not depend on the chunking."""
-        step = max(1, int(getattr(self.embedder, "batch_size", 64)))
-        if len(texts) <= step:
-            return np.asarray(self.embedder(texts), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with _Meter(self.progress, f"{desc} with {self.name}", len(texts), "texts") as meter:
-            for start in range(0, len(order), step):
-                chunk = order[start : start + step]
-                out[chunk] = np.asarray(self.embedder([texts[i] for i in chunk]), dtype=np.float32)
-                meter.update(len(chunk))
-        return out
-
-
-def _make_embedder(spec: str, cache_dir: Path | None, progress: TextIO | None) -> EmbeddingCache:
-    from trimem.embedders import resolve_embedder
-
-    emb = resolve_embedder(spec)
-    if emb is None:
-        raise ValueError("an embedder is needed for the vector and hybrid runs")
-    return EmbeddingCache(emb, cache_dir, progress=progress)
-
-
-# ============================================================================ LoCoMo data
 
 
 def normalise_evidence(evidence: Iterable[str]) -> list[tuple[int, int]]:
@@ -787,7 +606,7 @@ def evaluate_scifact(
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         nd, rc = [], []
-        with _Meter(progress, f"scifact {mode}: searching", len(qids), "queries") as meter:
+        with Meter(progress, f"scifact {mode}: searching", len(qids), "queries") as meter:
             for qi, q in enumerate(qids):
                 vec = None if q_vecs is None else q_vecs[qi]
                 ranked = [data.doc_ids[i] for i in _search(index, mode, data.queries[q], vec, SCIFACT_K, settings)]
@@ -843,221 +662,3 @@ def _summary(report: Mapping[str, Any]) -> str:
 
 
 # ============================================================================ CLI
-
-
-def _data_path(text: str | None, default_name: str) -> Path:
-    if text:
-        return Path(text).expanduser()
-    env = os.environ.get("TRIMEM_DATA", DEFAULT_DATA_DIR)
-    return Path(env).expanduser() / default_name
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``eval`` (with ``locomo`` and ``scifact``) on the CLI's subparsers."""
-    p = sub.add_parser(
-        "eval",
-        help="retrieval quality on LoCoMo (evidence recall@k) and SciFact (nDCG@10)",
-        description=(
-            "Evaluate retrieval quality on public data with BM25 only, vector only and hybrid "
-            "search in one run. Results go to stdout as markdown tables (fractions 0-1), progress "
-            "to stderr. Data are read in place (default ../shared/data, or $TRIMEM_DATA) and "
-            "never copied; embeddings are cached under $TRIMEM_BENCH_CACHE or a temp folder."
-        ),
-    )
-    evals = p.add_subparsers(dest="dataset", metavar="DATASET", title="datasets")
-    evals.required = True
-    d = LOCOMO_DEFAULTS
-    lo = evals.add_parser(
-        "locomo",
-        help="LoCoMo evidence recall@1/5/10/25/50 per category",
-        description=(
-            "One index per conversation, one record per turn (session date, speaker, text, image "
-            "caption) stamped with its session time; questions rewritten by RuleRewriter relative "
-            "to the conversation's dates. Categories: 1 multi-hop, 2 temporal, 3 open-domain, "
-            "4 single-hop, 5 adversarial (the dataset's numbering)."
-        ),
-        epilog=(
-            f"Defaults tuned on {' and '.join(TUNING_CONVERSATIONS)} only: {d.describe()}. "
-            "Example: python -m trimem eval locomo --data ../shared/data/locomo10.json --embedder minilm"
-        ),
-    )
-    lo.add_argument("--data", metavar="PATH", help="locomo10.json (default ../shared/data/locomo10.json)")
-    lo.add_argument("--no-time", action="store_true", help="ignore time expressions (no time-range filter)")
-    lo.add_argument("--conversations", metavar="LIST", help="comma-separated sample ids (default: all ten)")
-    lo.add_argument(
-        "--time-slack",
-        type=int,
-        default=d.time_slack_days,
-        metavar="DAYS",
-        help=f"widen a question's time range by DAYS after its end (default {d.time_slack_days})",
-    )
-    lo.add_argument(
-        "--context",
-        type=int,
-        default=d.context,
-        metavar="N",
-        help=f"put up to N preceding turns of the same session before each turn, in both legs "
-        f"(default {d.context}: a turn on its own)",
-    )
-    lo.add_argument(
-        "--vector-context",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"... in the vector leg only (default {d.vector_context}, or --context's N when that is "
-        f"given; BM25 keeps what --context says)",
-    )
-    _common(lo, d)
-    lo.set_defaults(func=_run_locomo)
-    sf = evals.add_parser(
-        "scifact",
-        help="BEIR SciFact nDCG@10 and recall@100 (title + abstract indexed)",
-        description="BEIR SciFact: 5,183 abstracts, the 300 test claims as queries.",
-        epilog=(
-            f"Defaults fixed a priori (no tuning on SciFact): {SCIFACT_DEFAULTS.describe(locomo=False)}. "
-            "Example: python -m trimem eval scifact --data ../shared/data/scifact"
-        ),
-    )
-    sf.add_argument("--data", metavar="DIR", help="the scifact folder (default ../shared/data/scifact)")
-    sf.add_argument("--max-docs", type=int, metavar="N", help="index only N documents (judged ones kept)")
-    sf.add_argument("--max-queries", type=int, metavar="N", help="only the first N test queries")
-    _common(sf, SCIFACT_DEFAULTS)
-    sf.set_defaults(func=_run_scifact)
-
-
-def _weights(text: str) -> tuple[float, float]:
-    try:
-        a, b = (float(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected two numbers like 1,1.5, got {text!r}") from None
-    if a < 0 or b < 0 or a + b == 0:
-        raise argparse.ArgumentTypeError("weights must be non-negative and not both zero")
-    return a, b
-
-
-def _common(p: argparse.ArgumentParser, d: Settings) -> None:
-    p.add_argument(
-        "--embedder",
-        default="minilm",
-        choices=("minilm", "hashing"),
-        help="embedder of the vector leg (default minilm: offline int8 all-MiniLM-L6-v2)",
-    )
-    p.add_argument("--json", metavar="PATH", help="also write the full results as JSON to PATH")
-    p.add_argument("--modes", metavar="LIST", default=",".join(MODES), help="subset of bm25,vector,hybrid")
-    p.add_argument(
-        "--weights",
-        type=_weights,
-        default=d.weights,
-        metavar="WB,WV",
-        help=f"RRF weights of the bm25 and vector legs (default {d.weights[0]:g},{d.weights[1]:g})",
-    )
-    p.add_argument("--rrf-k", type=float, default=d.rrf_k, metavar="K", help=f"RRF constant (default {d.rrf_k:g})")
-    p.add_argument(
-        "--window",
-        type=int,
-        default=d.window,
-        metavar="N",
-        help="fusion candidates per leg (default: the engine's max(50, 5k))",
-    )
-    stem = p.add_mutually_exclusive_group()
-    stem.add_argument(
-        "--stem",
-        dest="stem",
-        action="store_true",
-        default=d.stem,
-        help=f"Snowball stemming{' (default)' if d.stem else ''}",
-    )
-    stem.add_argument("--no-stem", dest="stem", action="store_false", help="no stemming")
-    stop = p.add_mutually_exclusive_group()
-    stop.add_argument(
-        "--stopwords",
-        dest="stopwords",
-        action="store_true",
-        default=d.stopwords,
-        help=f"drop English stop words{' (default)' if d.stopwords else ''}",
-    )
-    stop.add_argument("--no-stopwords", dest="stopwords", action="store_false", help="keep stop words")
-    p.add_argument("--no-cache", action="store_true", help="do not cache embeddings on disk")
-    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress on stderr")
-
-
-def _settings_from(args: argparse.Namespace, base: Settings) -> Settings:
-    s = replace(
-        base, stem=args.stem, stopwords=args.stopwords, weights=args.weights, rrf_k=args.rrf_k, window=args.window
-    )
-    if hasattr(args, "no_time"):
-        if args.time_slack < 0 or args.context < 0 or (args.vector_context or 0) < 0:
-            raise ValueError("--time-slack, --context and --vector-context must be >= 0")
-        # --context alone applies to both legs; the default vector context is for turns alone.
-        vector_context = args.vector_context
-        if vector_context is None:
-            vector_context = base.vector_context if args.context == 0 else None
-        s = replace(
-            s,
-            time_filter=not args.no_time,
-            time_slack_days=args.time_slack,
-            context=args.context,
-            vector_context=vector_context,
-        )
-    return s
-
-
-def _modes(text: str) -> list[str]:
-    modes = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad or not modes:
-        raise ValueError(f"unknown modes {bad or text!r}: use a subset of {','.join(MODES)}")
-    return modes
-
-
-def _finish(report: dict[str, Any], table: str, args: argparse.Namespace) -> int:
-    print(table)
-    print()
-    print(_summary(report))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
-def _run_locomo(args: argparse.Namespace) -> int:
-    path = _data_path(args.data, "locomo10.json")
-    if not path.is_file():
-        print(f"trimem eval: LoCoMo data not found at {path} (pass --data)", file=sys.stderr)
-        return 2
-    try:
-        settings = _settings_from(args, LOCOMO_DEFAULTS)
-        report = evaluate_locomo(
-            path,
-            embedder=args.embedder,
-            settings=settings,
-            conversations=args.conversations.split(",") if args.conversations else None,
-            modes=_modes(args.modes),
-            cache_dir=None if args.no_cache else default_cache_dir(),
-            progress=None if args.quiet else sys.stderr,
-        )
-    except (ValueError, ImportError) as exc:
-        print(f"trimem eval: {exc}", file=sys.stderr)
-        return 2
-    return _finish(report, format_locomo_table(report), args)
-
-
-def _run_scifact(args: argparse.Namespace) -> int:
-    path = _data_path(args.data, "scifact")
-    if not (path / "corpus.jsonl").is_file():
-        print(f"trimem eval: SciFact data not found at {path} (pass --data)", file=sys.stderr)
-        return 2
-    try:
-        report = evaluate_scifact(
-            path,
-            embedder=args.embedder,
-            settings=_settings_from(args, SCIFACT_DEFAULTS),
-            modes=_modes(args.modes),
-            max_docs=args.max_docs,
-            max_queries=args.max_queries,
-            cache_dir=None if args.no_cache else default_cache_dir(),
-            progress=None if args.quiet else sys.stderr,
-        )
-    except (ValueError, ImportError) as exc:
-        print(f"trimem eval: {exc}", file=sys.stderr)
-        return 2
-    return _finish(report, format_scifact_table(report), args)

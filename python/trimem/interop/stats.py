@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from trimem.layers.working import Sessions
 
 
+__all__ = ["CollectionStats", "SemanticStats", "Stats", "WorkingStats", "stats"]
+
+
 class CollectionStats(msgspec.Struct, frozen=True):
     """Counts, bytes, ages (days) and uses of the records of one collection."""
 

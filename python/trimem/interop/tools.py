@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from trimem.memory import Memory
 
 
+__all__ = ["TOOL_SCHEMAS", "execute"]
+
+
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",

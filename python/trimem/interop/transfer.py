@@ -30,6 +30,18 @@ if TYPE_CHECKING:
     from trimem.layers.episodic import EpisodicMemory
     from trimem.layers.semantic import KnowledgeBase
 
+
+__all__ = [
+    "EXPORT_VERSION",
+    "Export",
+    "Exported",
+    "ExportedDoc",
+    "ExportedEpisode",
+    "ExportedFact",
+    "export",
+    "import_export",
+    "load_export",
+]
 EXPORT_VERSION = 1
 _MAGIC = "trimem-export"
 

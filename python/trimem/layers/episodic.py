@@ -26,6 +26,8 @@ from trimem.records import Episode, RecalledEpisode, SearchMode, ToolCall, searc
 from trimem.scope import check_id, episode_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros_range
 
+__all__ = ["EpisodicMemory"]
+
 _ITEM_KEYS = frozenset(EpisodeFields.__annotations__) | {"text", "user_id"}
 
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from trimem._backend.embedded.backend import EmbeddedBackend
     from trimem.graph import MemoryGraph
 
+
+__all__ = ["GraphView"]
 FactRow = tuple[str, str, str, str]  # (agent, user, key, value) the graph holds
 
 

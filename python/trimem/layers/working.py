@@ -26,6 +26,8 @@ from trimem.errors import InvalidArgumentError
 from trimem.records import Turn
 from trimem.scope import check_id
 
+__all__ = ["Sessions", "WorkingMemory"]
+
 
 class WorkingMemory:
     """Recent turns (at most `capacity`) and variables of one session; items older than `ttl`

@@ -25,6 +25,8 @@ from trimem.records import Durability
 from trimem.reflect import Extractor
 from trimem.rewrite import Rewriter, RuleRewriter
 
+__all__ = ["Parts", "assemble"]
+
 
 @dataclass(frozen=True)
 class Parts:

@@ -17,6 +17,8 @@ from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.timeutil import from_micros
 
+__all__ = ["RecallBundle"]
+
 SECTION_TITLES = {
     "working": "## Working state (this session)",
     "profile": "## Profile facts",

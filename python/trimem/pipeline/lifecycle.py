@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from trimem.layers.working import Sessions
 
 
+__all__ = ["Consolidation", "Expired", "Lifecycle"]
+
+
 class Consolidation(msgspec.Struct, frozen=True):
     """What consolidating a session's working memory did."""
 

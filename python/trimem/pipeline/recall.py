@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from trimem.layers.working import Sessions
     from trimem.rewrite import Rewriter
 
+
+__all__ = ["Recall", "Reranker", "covers", "reranked"]
 Reranker = Callable[[str, list[str]], Sequence[float]]
 
 

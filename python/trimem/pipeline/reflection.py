@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from trimem._backend import Backend
     from trimem.layers.semantic import Facts
 
+
+__all__ = ["Reflection", "Reflector", "phrase_aliases"]
 log = logging.getLogger("trimem")
 
 

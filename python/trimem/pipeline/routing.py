@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from trimem.memory import Memory
 
 
+__all__ = ["add_turn", "place"]
+
+
 def place(
     memory: Memory,
     content: str,
