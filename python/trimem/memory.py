@@ -43,6 +43,7 @@ from trimem.records import (
     Durability,
     Episode,
     FactChange,
+    Mention,
     Placement,
     RecalledEpisode,
     Recovery,
@@ -109,10 +110,14 @@ class Memory:
         embedder when the caller has them already (float32, one row per item).
 
         With `policy.dedup` (the default) an item that near-duplicates one of the user's
-        episodes (same normalised text, or overlapping words and — with an embedder — a close
-        vector) is not stored again: that episode is reinforced (one more mention, last use
-        now) and returned in the item's place."""
+        episodes (same normalised text, or overlapping words and, with an embedder, a close
+        vector) is not stored again: that episode is reinforced and returned in the item's place,
+        its `mention` holding the item's time, words, session and metadata (see :meth:`mentions`)."""
         return self._episodic.retain_many(items, vectors=vectors)
+
+    def mentions(self, episode_id: int) -> list[Mention]:
+        """The near-duplicates merged into a stored episode, oldest first."""
+        return self._episodic.mentions(episode_id)
 
     def add(
         self,
@@ -182,13 +187,11 @@ class Memory:
     # -- working memory ---------------------------------------------------------------------------
 
     def working(self, session_id: str) -> WorkingMemory:
-        """The session's working memory (created on first use; restored from the store if it
-        was saved with :meth:`save_working`)."""
+        """The session's working memory (created on first use; restored if saved)."""
         return self._sessions.get(session_id)
 
     def save_working(self, session_id: str) -> None:
-        """Persists the session's working memory (turns and variables, which must be plain data)
-        so a reopened store restores it."""
+        """Persists the session's turns and variables (plain data) so a reopened store restores them."""
         self._sessions.save(session_id)
 
     def add_turn(
@@ -213,16 +216,14 @@ class Memory:
     def consolidate(
         self, session_id: str, *, user_id: str, agent_id: str = "default", everything: bool = True
     ) -> Consolidation:
-        """Turns the session's important working items into episodes with their session and
-        time; the rest expire. By default all of them (as at session end); `everything=False`
-        only those the capacity bound pushed out. Variables stay."""
+        """Turns the session's important working items (all, or with `everything=False` those the
+        bound pushed out) into episodes with their session and time; the rest expire."""
         return self._lifecycle.consolidate(session_id, user_id=user_id, agent_id=agent_id, everything=everything)
 
     def end_session(
         self, session_id: str, *, user_id: str | None = None, agent_id: str = "default"
     ) -> Consolidation | None:
-        """Ends the session: with `user_id`, its important working items are consolidated into
-        episodes first; then its working memory is reset (and its saved copy dropped)."""
+        """Ends the session (its saved copy too); with `user_id`, consolidates it first."""
         result = None
         if user_id is not None and session_id in self._sessions:
             result = self.consolidate(session_id, user_id=user_id, agent_id=agent_id)
@@ -331,9 +332,8 @@ class Memory:
         decay: float = 0.8,
         now: TimeLike | None = None,
     ) -> list[Episode]:
-        """Copies a user's memories from one agent to another: episodes whose effective
-        importance reaches `min_importance` (or exactly `episode_ids`), with provenance in
-        `metadata["shared_from"]` and importance × `decay`. Nothing else crosses."""
+        """Copies a user's episodes reaching `min_importance` (or exactly `episode_ids`) to another
+        agent, with provenance in `metadata["shared_from"]` and importance × `decay`."""
         return self._lifecycle.share(from_agent=from_agent, to_agent=to_agent, user_id=user_id, episode_ids=episode_ids,
                                      min_importance=min_importance, decay=decay, now=now_micros(now))  # fmt: skip
 

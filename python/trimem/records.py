@@ -23,6 +23,7 @@ __all__ = [
     "FactChange",
     "FactVersion",
     "KnowledgeDoc",
+    "Mention",
     "Modality",
     "PerceptRecord",
     "Placement",
@@ -54,6 +55,16 @@ class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     result: str = ""
 
 
+class Mention(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
+    """An item retained again that near-duplicated a stored episode: it reinforced that episode
+    instead of being stored twice, and this keeps what the caller said about it."""
+
+    at: int  # µs: the item's own timestamp
+    text: str  # the words the caller used this time
+    session_id: str | None = None
+    metadata: dict[str, Any] = {}
+
+
 # gc=False: records hold plain data only (no reference cycles), and a bulk retain creates
 # hundreds of thousands of them; untracked, they cost the cyclic collector nothing.
 class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
@@ -71,6 +82,9 @@ class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     importance: float = 0.5
     metadata: dict[str, Any] = {}
     tool: ToolCall | None = None
+    # Set only on what `retain` returns when the item merged into this stored episode (a near
+    # duplicate): the caller's own time, words, session and metadata. Never stored in the episode.
+    mention: Mention | None = None
 
 
 class FactVersion(msgspec.Struct, frozen=True, omit_defaults=True):

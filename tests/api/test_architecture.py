@@ -153,5 +153,5 @@ def test_the_checks_can_fail() -> None:
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_modules_stay_small(path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    limit = 400 if path == PACKAGE / "memory.py" else 800
+    limit = 399 if path == PACKAGE / "memory.py" else 800  # the facade stays under 400
     assert lines <= limit, f"{path.relative_to(PACKAGE)} has {lines} lines (at most {limit}): split it by job"

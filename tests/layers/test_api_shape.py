@@ -78,3 +78,28 @@ def test_a_second_open_of_one_folder_in_one_process_says_so(tmp_path: Path) -> N
             Memory(tmp_path / "m", embedder=None)
     with Memory(tmp_path / "m", embedder=None) as again:  # closed: free to open
         assert again.recovery() is not None
+
+
+def test_a_merged_retain_says_so_and_keeps_the_callers_details(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        first = mem.retain("We moved billing to Fly.io after the outage", user_id="u", session_id="s1")
+        assert first.mention is None
+        again = mem.retain(
+            "we moved billing to fly.io after the outage!", user_id="u", session_id="s2", metadata={"via": "slack"},
+            timestamp=1_800_000_000_000_000,
+        )  # fmt: skip
+        assert again.id == first.id and again.mention is not None
+        assert (again.mention.session_id, again.mention.metadata, again.mention.at) == (
+            "s2", {"via": "slack"}, 1_800_000_000_000_000,
+        )  # fmt: skip
+        assert again.text == first.text and mem.get(first.id) == first  # the stored episode is unchanged
+        assert mem.mentions(first.id) == [again.mention]
+    for checkpoint in (False, True):
+        with Memory(tmp_path / "m", embedder=None) as mem:
+            assert [m.session_id for m in mem.mentions(first.id)] == ["s2"]
+            if checkpoint:
+                mem.checkpoint()
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        assert [m.text for m in mem.mentions(first.id)] == ["we moved billing to fly.io after the outage!"]
+        mem.forget([first.id], user_id="u")
+        assert mem.mentions(first.id) == []

@@ -42,6 +42,7 @@ from trimem.records import (
     Fact,
     FactVersion,
     KnowledgeDoc,
+    Mention,
     RecalledEpisode,
     RecalledKnowledge,
     Recovery,
@@ -135,6 +136,10 @@ class Backend(Protocol):
     # -- episodes and knowledge ---------------------------------------------------------------------
 
     def episodes(self, ids: Sequence[int]) -> list[Episode | None]: ...
+
+    def mentions(self, episode_id: int) -> list[Mention]:
+        """The near-duplicates merged into a stored episode, oldest first."""
+        ...
 
     def episode_ids(
         self, namespace: str | None, *, session: str | None = None, time_range: tuple[int, int] | None = None

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from trimem.records import Episode, FactVersion, KnowledgeDoc, Modality, PerceptRecord, Turn
+from trimem.records import Episode, FactVersion, KnowledgeDoc, Mention, Modality, PerceptRecord, Turn
 
 
 class OpMeta(msgspec.Struct, tag="meta", frozen=True):
@@ -133,6 +133,7 @@ class MemoryState(msgspec.Struct, frozen=True):
     graph: bytes | None = None  # MemoryGraph.encode(), when it has been built
     graph_cursor: int = 0  # the graph holds episodes up to this id
     graph_facts: list[tuple[str, str, str, str]] = []  # (agent, user, key, value) the graph holds
+    mentions: list[tuple[int, list[Mention]]] = []  # episode id → the near-duplicates merged into it
 
 
 _encoder = msgspec.msgpack.Encoder()  # one encoder serves ops and snapshot state

@@ -14,6 +14,7 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from trimem._backend import Backend, Floors, Query
@@ -22,13 +23,20 @@ from trimem.config import MAX_BATCH, Policy
 from trimem.errors import InvalidArgumentError
 from trimem.layers._shared import Embedding, check_options, check_text, collector_paused
 from trimem.options import EpisodeFields
-from trimem.records import Episode, RecalledEpisode, SearchMode, ToolCall, search_text
+from trimem.records import Episode, Mention, RecalledEpisode, SearchMode, ToolCall, search_text
 from trimem.scope import check_id, episode_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros_range
 
 __all__ = ["EpisodicMemory"]
 
 _ITEM_KEYS = frozenset(EpisodeFields.__annotations__) | {"text", "user_id"}
+
+
+def _merged(stored: Episode, item: Episode) -> Episode:
+    """What retain returns for an item that merged into `stored`: the stored episode, with the
+    item's own time, words, session and metadata as its mention."""
+    mention = Mention(at=item.timestamp, text=item.text, session_id=item.session_id, metadata=item.metadata)
+    return msgspec.structs.replace(stored, mention=mention)
 
 
 class EpisodicMemory:
@@ -137,8 +145,13 @@ class EpisodicMemory:
         if dups:
             wanted = sorted(set(dups.values()))
             found = {e.id: e for e in backend.episodes(wanted) if e is not None}
-            episodes = [found.get(dups[e.id], e) if e.id in dups else e for e in episodes]
+            episodes = [_merged(found[dups[e.id]], e) if dups.get(e.id) in found else e for e in episodes]
         return episodes
+
+    def mentions(self, episode_id: int) -> builtins.list[Mention]:
+        """The near-duplicates merged into a stored episode, oldest first: each one's time,
+        words, session and metadata."""
+        return self._backend.mentions(int(episode_id))
 
     # -- reads ------------------------------------------------------------------------------------
 

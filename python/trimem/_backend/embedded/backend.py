@@ -47,6 +47,7 @@ from trimem.records import (
     Fact,
     FactVersion,
     KnowledgeDoc,
+    Mention,
     RecalledEpisode,
     RecalledKnowledge,
     Recovery,
@@ -121,6 +122,7 @@ class EmbeddedBackend:
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
         self._saved_working: dict[str, OpWorking] = {}
+        self._mentions: dict[int, list[Mention]] = {}  # stored episode → near-duplicates merged into it
         self._last_id = 0
         self._make_perceptual = perceptual
         self._make_graph = graph
@@ -187,6 +189,7 @@ class EmbeddedBackend:
             self._user_last = {(a, u): i for a, u, i in st.user_last}
             self._facts.load(st.facts)
             self._by_source = {(a, u, src): i for a, u, src, i in st.knowledge_sources}
+            self._mentions = {i: list(ms) for i, ms in st.mentions}
             for w in st.working:
                 self._apply_working(w)
             if st.graph is not None:
@@ -324,6 +327,15 @@ class EmbeddedBackend:
                     by_time.setdefault(e.timestamp, []).append(duplicates[e.id])
         for at, ids in by_time.items():
             self._episodes.mention(ids, at)
+        self._keep_mentions(retains, duplicates)
+
+    def _keep_mentions(self, retains: Sequence[OpRetain], duplicates: dict[int, int]) -> None:
+        for op in retains:
+            for e in op.episodes:
+                stored = duplicates.get(e.id)
+                if stored is not None:
+                    mention = Mention(at=e.timestamp, text=e.text, session_id=e.session_id, metadata=e.metadata)
+                    self._mentions.setdefault(stored, []).append(mention)
 
     def touch(
         self, episode_ids: Sequence[int], knowledge_ids: Sequence[int], at: int, mentions: Sequence[int] = ()
@@ -378,6 +390,8 @@ class EmbeddedBackend:
             else:
                 duplicates[e.id] = d
         self._last_id = max(self._last_id, max(e.id for e in eps))
+        if reinforce and duplicates:  # else the caller counts them once the write is durable
+            self._keep_mentions([op], duplicates)
         return duplicates
 
     def _apply_touch(self, op: OpTouch) -> None:
@@ -406,6 +420,8 @@ class EmbeddedBackend:
 
     def _apply_forget(self, op: OpForget) -> None:
         self._episodes.delete(op.episode_ids, missing_ok=True)
+        for i in op.episode_ids:
+            self._mentions.pop(i, None)
         if self._graph is not None:
             self._graph.forget(op)
         gone = set(op.knowledge_ids)
@@ -439,6 +455,9 @@ class EmbeddedBackend:
 
     def episodes(self, ids: Sequence[int]) -> list[Episode | None]:
         return [None if r is None else episode_from_record(r) for r in self._episodes.get_many(list(ids))]
+
+    def mentions(self, episode_id: int) -> list[Mention]:
+        return list(self._mentions.get(episode_id, []))
 
     def episode_ids(
         self, namespace: str | None, *, session: str | None = None, time_range: tuple[int, int] | None = None
@@ -584,6 +603,7 @@ class EmbeddedBackend:
             graph=None if graph is None else graph.encode(),
             graph_cursor=0 if graph is None else graph.cursor,
             graph_facts=[] if graph is None else graph.fact_rows(),
+            mentions=sorted(self._mentions.items()),
         )
 
     def checkpoint(self) -> None:
