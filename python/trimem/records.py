@@ -38,6 +38,7 @@ __all__ = [
     "encode",
     "episode_from_record",
     "episode_payload",
+    "retain_item",
     "search_text",
 ]
 
@@ -245,6 +246,17 @@ class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=
 _encoder = msgspec.msgpack.Encoder()
 _extras_decoder = msgspec.msgpack.Decoder(EpisodeExtras)
 _PLAIN_EXTRAS = _encoder.encode([])  # an empty array decodes to all defaults
+
+
+def retain_item(e: Episode) -> dict[str, Any]:
+    """The fields `retain` takes to store `e` again (under a new id): sharing and import."""
+    return {f: getattr(e, f) for f in _RETAIN_FIELDS}
+
+
+_RETAIN_FIELDS = (
+    "text", "user_id", "agent_id", "session_id", "role", "topic", "keywords", "timestamp", "importance", "metadata",
+    "tool",
+)  # fmt: skip
 
 
 def search_text(e: Episode) -> str:

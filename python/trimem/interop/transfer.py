@@ -22,7 +22,7 @@ import numpy as np
 
 from trimem._backend.ops import Op, OpFact, OpPin
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
-from trimem.records import Episode, FactVersion, KnowledgeDoc
+from trimem.records import Episode, FactVersion, KnowledgeDoc, retain_item
 from trimem.scope import SHARED, check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
@@ -187,22 +187,7 @@ def import_export(
     for x in bundle.episodes:
         check_id("agent_id", x.episode.agent_id)
         check_id("user_id", x.episode.user_id)
-    items = [
-        dict(
-            text=x.episode.text,
-            user_id=x.episode.user_id,
-            agent_id=x.episode.agent_id,
-            session_id=x.episode.session_id,
-            role=x.episode.role,
-            topic=x.episode.topic,
-            keywords=x.episode.keywords,
-            timestamp=x.episode.timestamp,
-            importance=x.episode.importance,
-            metadata=x.episode.metadata,
-            tool=x.episode.tool,
-        )
-        for x in bundle.episodes
-    ]
+    items = [retain_item(x.episode) for x in bundle.episodes]
     vectors = None
     if same_space and items and all(x.vector is not None for x in bundle.episodes):
         vectors = np.frombuffer(

@@ -20,7 +20,7 @@ from trimem._backend.ops import Op, OpForget
 from trimem.config import DAY_US, MAX_TEXT_CHARS
 from trimem.errors import InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import collector_paused
-from trimem.records import Episode
+from trimem.records import Episode, retain_item
 from trimem.scope import check_id, episode_namespace, knowledge_namespace
 from trimem.timeutil import TimeLike
 
@@ -209,21 +209,9 @@ class Lifecycle:
         for s in self._backend.stored("episodes", sorted(wanted)):
             e = s.item
             assert isinstance(e, Episode)
-            items.append(
-                dict(
-                    text=e.text,
-                    user_id=user_id,
-                    agent_id=to_agent,
-                    session_id=e.session_id,
-                    role=e.role,
-                    topic=e.topic,
-                    keywords=e.keywords,
-                    timestamp=e.timestamp,
-                    tool=e.tool,
-                    importance=round(min(1.0, effective[e.id] * decay), 6),
-                    metadata={**e.metadata, "shared_from": {"agent_id": from_agent, "episode_id": e.id, "at": now}},
-                )
-            )
+            shared_from = {"agent_id": from_agent, "episode_id": e.id, "at": now}
+            item = {**retain_item(e), "agent_id": to_agent, "metadata": {**e.metadata, "shared_from": shared_from}}
+            items.append({**item, "importance": round(min(1.0, effective[e.id] * decay), 6)})
             vectors.append(s.vector)
         present = [v for v in vectors if v is not None]
         if self._backend.dim and len(present) == len(vectors):
