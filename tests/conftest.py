@@ -19,7 +19,21 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return [f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}"]
+    faults = "with" if hasattr(trimem.Store, "inject_fault") else "without"
+    return [
+        f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}, "
+        f"{faults} fault injection"
+    ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The crash and full-disk tests need the fault-injection build; in CI they must run, never
+    # skip, so a build without it stops the run at once with what to do.
+    if os.environ.get("CI") and not hasattr(trimem.Store, "inject_fault"):
+        raise pytest.UsageError(
+            "trimem was built without the fault-injection feature, which the store tests need: "
+            'install it with MATURIN_PEP517_ARGS="--features fault-injection" (the README\'s test command)'
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
