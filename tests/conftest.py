@@ -21,8 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def pytest_report_header(config: pytest.Config) -> list[str]:
     faults = "with" if hasattr(trimem.Store, "inject_fault") else "without"
     return [
-        f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}, "
-        f"{faults} fault injection"
+        f"trimem build profile: {trimem.build_profile()}, simd kernel: {trimem.simd_kernel()}, {faults} fault injection"
     ]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from trimem._checks import shown
 from trimem.errors import ForbiddenFactError, InvalidArgumentError, UnknownIdError
 from trimem.reflect import is_denied_key, is_injection
 
@@ -73,6 +74,8 @@ _TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "ar
 
 
 def _validate(name: str, args: dict[str, Any]) -> None:
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"a memory tool's name is a string, got {type(name).__name__}")
     schema = _BY_NAME.get(name)
     if schema is None:
         raise InvalidArgumentError(f"unknown memory tool {name!r}; known: {sorted(_BY_NAME)}")
@@ -89,7 +92,7 @@ def _validate(name: str, args: dict[str, Any]) -> None:
         if want == "array" and not all(isinstance(v, int) and not isinstance(v, bool) for v in cast(list[Any], value)):
             raise InvalidArgumentError(f"{name}: {key!r} must be a list of integers")
         if want == "integer" and not props[key].get("minimum", value) <= value <= props[key].get("maximum", value):
-            raise InvalidArgumentError(f"{name}: {key!r}={value} is out of range")
+            raise InvalidArgumentError(f"{name}: {key!r}={shown(value)} is out of range")
 
 
 def _guard_fact(key: str, value: str) -> None:

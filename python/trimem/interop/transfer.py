@@ -21,6 +21,7 @@ import msgspec
 import numpy as np
 
 from trimem._backend.ops import Op, OpFact, OpPin
+from trimem._checks import check_path
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
 from trimem.records import Episode, FactVersion, KnowledgeDoc, retain_item
 from trimem.scope import SHARED, check_id, episode_namespace, knowledge_namespace
@@ -132,7 +133,7 @@ def export(
         aliases=backend.alias_table() if user_id is None else {},
     )
     data = msgspec.msgpack.encode(bundle)
-    target = os.fspath(path)
+    target = check_path("path", path)
     folder = os.path.dirname(os.path.abspath(target))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".trimem-export-")
@@ -152,6 +153,7 @@ def export(
 
 
 def load_export(path: str | os.PathLike[str]) -> Export:
+    check_path("path", path)
     try:
         with open(path, "rb") as f:
             data = f.read()

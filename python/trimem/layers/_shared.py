@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from trimem._checks import check_str
 from trimem.config import MAX_TEXT_CHARS
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 
@@ -28,7 +29,7 @@ def check_text(text: object) -> str:
         raise InvalidArgumentError("text is empty; there is nothing to remember")
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidArgumentError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}; split it")
-    return text
+    return check_str("text", text)
 
 
 class Embedding:

@@ -19,8 +19,9 @@ import numpy as np
 
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import Op, OpRetain
-from trimem.config import MAX_BATCH, Policy
-from trimem.errors import InvalidArgumentError
+from trimem._checks import check_bool, check_index, check_plain, check_str, check_unit, shown
+from trimem.config import MAX_BATCH, MAX_TEXT_CHARS, Policy
+from trimem.errors import InvalidArgumentError, TextTooLongError
 from trimem.layers._shared import Embedding, check_options, check_text, collector_paused
 from trimem.options import EpisodeFields
 from trimem.records import Episode, Mention, RecalledEpisode, SearchMode, ToolCall, search_text
@@ -29,6 +30,8 @@ from trimem.timeutil import TimeLike, now_micros, to_micros_range
 
 __all__ = ["EpisodicMemory"]
 
+MAX_INDEXED_BYTES = 1 << 20  # what the engine indexes of one record (HybridIndex max_text_bytes)
+MAX_ROLE_CHARS = 64  # a role ("user", "assistant", "tool") or a tool's name
 _ITEM_KEYS = frozenset(EpisodeFields.__annotations__) | {"text", "user_id"}
 
 
@@ -70,29 +73,46 @@ class EpisodicMemory:
         check_id("user_id", user_id)
         if session_id is not None:
             check_id("session_id", session_id)
-        if not (isinstance(importance, (int, float)) and 0.0 <= importance <= 1.0):
-            raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
-        if isinstance(keywords, str):
-            raise InvalidArgumentError("keywords must be a list of strings")
+        importance = check_unit("importance", importance)
+        check_str("role", role, limit=MAX_ROLE_CHARS, empty=False)
+        if topic is not None:
+            check_str("topic", topic, limit=MAX_TEXT_CHARS)
+        if isinstance(keywords, (str, bytes)) or not isinstance(keywords, (list, tuple)):
+            raise InvalidArgumentError(f"keywords must be a list of strings, got {shown(keywords)}")
+        for k in keywords:
+            check_str("a keyword", k, limit=MAX_TEXT_CHARS)
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidArgumentError(f"metadata must be a mapping, got {shown(metadata)}")
+            check_plain("metadata", dict(metadata))
         if tool is not None and not isinstance(tool, ToolCall):
             if not isinstance(tool, Mapping) or "name" not in tool:
                 raise InvalidArgumentError("tool must be a mapping with 'name' (and optional 'args', 'result')")
             tool = ToolCall(
                 name=str(tool["name"]), args=dict(tool.get("args") or {}), result=str(tool.get("result") or "")
             )
-        return dict(
+        if tool is not None:
+            check_str("tool name", tool.name, limit=MAX_ROLE_CHARS)
+            check_plain("tool args", tool.args)
+            check_str("tool result", tool.result)
+        fields: dict[str, Any] = dict(
             agent_id=agent_id,
             user_id=user_id,
             text=check_text(text),
             timestamp=now_micros(timestamp),
             session_id=session_id,
-            role=str(role),
+            role=role,
             topic=topic,
-            keywords=[str(k) for k in keywords] if keywords else [],
-            importance=float(importance),
+            keywords=list(keywords),
+            importance=importance,
             metadata=dict(metadata) if metadata else {},
             tool=tool,
         )
+        if (topic or keywords or tool) and len(search_text(Episode(id=0, **fields)).encode()) > MAX_INDEXED_BYTES:
+            raise TextTooLongError(
+                f"text, topic, keywords and tool call together are over {MAX_INDEXED_BYTES} bytes; shorten them"
+            )
+        return fields
 
     def retain_many(self, items: Iterable[Mapping[str, Any]], *, vectors: np.ndarray | None = None) -> list[Episode]:
         """Appends many events in one batch (see :meth:`trimem.Memory.retain_many`)."""
@@ -151,13 +171,15 @@ class EpisodicMemory:
     def mentions(self, episode_id: int) -> builtins.list[Mention]:
         """The near-duplicates merged into a stored episode, oldest first: each one's time,
         words, session and metadata."""
-        return self._backend.mentions(int(episode_id))
+        i = check_index("episode_id", episode_id)
+        return [] if i is None else self._backend.mentions(i)
 
     # -- reads ------------------------------------------------------------------------------------
 
     def get(self, episode_id: int) -> Episode | None:
         """The stored episode, or None."""
-        return self._backend.episodes([int(episode_id)])[0]
+        i = check_index("episode_id", episode_id)
+        return None if i is None else self._backend.episodes([i])[0]
 
     def ids(
         self,
@@ -204,8 +226,11 @@ class EpisodicMemory:
         if session_id is not None:
             check_id("session_id", session_id)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
         check_text(query)
+        check_bool("touch", touch)
+        if not isinstance(mode, str) or mode not in ("hybrid", "bm25", "vector"):
+            raise InvalidArgumentError(f'mode must be "hybrid", "bm25" or "vector", got {shown(mode)}')
         tr = to_micros_range(time_range)
         if vector is None and mode != "bm25":
             vector = self._embed.one(query)

@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trimem._backend.ops import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
+from trimem._checks import shown
 from trimem._core import Hits, HybridIndex, StoredRecord
 from trimem.embedders import Encoder, PrecomputedEncoder, check_vectors
 from trimem.errors import (
@@ -140,7 +141,7 @@ def _check_name(what: str, value: object) -> str:
     if not isinstance(value, str):
         raise InvalidNameError(f"{what} must be a string, got {type(value).__name__}")
     if not (1 <= len(value) <= 56 and _NAME_CHARS.issuperset(value)):
-        raise InvalidNameError(f"invalid {what} {value!r}: use 1-56 ASCII letters, digits or '_'")
+        raise InvalidNameError(f"invalid {what} {shown(value)}: use 1-56 ASCII letters, digits or '_'")
     return value
 
 
@@ -202,11 +203,13 @@ class PerceptualMemory:
         enc_name = getattr(encoder, "name", None)
         dim = getattr(encoder, "dim", None)
         if not callable(encoder) or not isinstance(enc_name, str) or not enc_name:
-            raise InvalidArgumentError(f"the encoder of {name!r} must be callable and have a non-empty string `name`")
+            raise InvalidArgumentError(
+                f"the encoder of {shown(name)} must be callable and have a non-empty string `name`"
+            )
         if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-            raise InvalidArgumentError(f"encoder {enc_name!r} must have a positive integer `dim`, got {dim!r}")
+            raise InvalidArgumentError(f"encoder {enc_name!r} must have a positive integer `dim`, got {shown(dim)}")
         if text is not None and not isinstance(text, bool):
-            raise InvalidArgumentError(f"text must be True, False or None, got {text!r}")
+            raise InvalidArgumentError(f"text must be True, False or None, got {shown(text)}")
         mod = Modality(name=name, space=space, encoder=enc_name, dim=int(dim))
         with self._lock:
             old = self._modalities.get(name)
@@ -216,7 +219,7 @@ class PerceptualMemory:
             if index is not None and index.dim != mod.dim:
                 raise DimensionError(
                     f"space {space!r} holds {index.dim}-d vectors, but encoder {enc_name!r} of "
-                    f"{name!r} makes {mod.dim}-d ones"
+                    f"{shown(name)} makes {mod.dim}-d ones"
                 )
             if old != mod:
                 self._commit(OpPerceptRegister(mod))
@@ -232,7 +235,7 @@ class PerceptualMemory:
         mod = self._modalities.get(name) if isinstance(name, str) else None
         if mod is None:
             known = ", ".join(sorted(self._modalities)) or "none"
-            raise InvalidArgumentError(f"unknown modality {name!r} (registered: {known})")
+            raise InvalidArgumentError(f"unknown modality {shown(name)} (registered: {known})")
         return mod
 
     def _encoder_of(self, mod: Modality) -> Any:
@@ -293,7 +296,7 @@ class PerceptualMemory:
                     f"ref must be a non-empty string (URI or path) of at most {MAX_REF_CHARS} characters"
                 )
         if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0.0 <= importance <= 1.0:
-            raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
+            raise InvalidArgumentError(f"importance must be a number in [0, 1], got {shown(importance)}")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgumentError(f"metadata must be a mapping, got {type(metadata).__name__}")
         meta = dict(metadata) if metadata else {}
@@ -379,7 +382,7 @@ class PerceptualMemory:
             # what the vectors were made for.
             for name, mod in used.items():
                 if self._modalities.get(name) != mod:
-                    raise InvalidArgumentError(f"modality {name!r} changed while its items were encoded")
+                    raise InvalidArgumentError(f"modality {shown(name)} changed while its items were encoded")
             first = self._last_id + 1
             records = [self._record(first + i, d) for i, d in enumerate(drafts)]
             self._commit(
@@ -472,13 +475,14 @@ class PerceptualMemory:
                 return space, rec
         return None
 
-    def get(self, record_id: int) -> PerceptRecord:
-        """The stored record; :class:`UnknownIdError` when there is none."""
+    def get(self, record_id: int) -> PerceptRecord | None:
+        """The stored record, or None (like every other ``get`` of a memory)."""
+        if isinstance(record_id, (int, np.integer)) and not isinstance(record_id, (bool, np.bool_)):
+            if not 1 <= int(record_id) < 1 << 64:
+                return None
         rid = _check_ids([record_id])[0]
         found = self._find(rid)
-        if found is None:
-            raise UnknownIdError(f"no perceptual record with id {rid}")
-        return self._from_engine(*found)
+        return None if found is None else self._from_engine(*found)
 
     def records(
         self,
@@ -524,22 +528,22 @@ class PerceptualMemory:
         mod = self._modality(modality)
         self._encoder_of(mod)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
         if target is not None:
             tmod = self._modality(target)
             if tmod.space != mod.space:
                 raise InvalidArgumentError(
-                    f"target {target!r} is in space {tmod.space!r}, but {modality!r} encodes into "
+                    f"target {shown(target)} is in space {tmod.space!r}, but {shown(modality)} encodes into "
                     f"{mod.space!r}; spaces never mix"
                 )
         if mode not in ("auto", "vector", "hybrid"):
-            raise InvalidArgumentError(f"mode must be 'auto', 'vector' or 'hybrid', got {mode!r}")
+            raise InvalidArgumentError(f"mode must be 'auto', 'vector' or 'hybrid', got {shown(mode)}")
         textual = self._text.get(mod.name)
         is_text = textual if textual is not None else isinstance(query, str)
         if mode == "hybrid" and not is_text:
-            raise InvalidArgumentError(f"mode 'hybrid' needs a text query; {modality!r} does not take text")
+            raise InvalidArgumentError(f"mode 'hybrid' needs a text query; {shown(modality)} does not take text")
         if min_cosine is not None and (isinstance(min_cosine, bool) or not isinstance(min_cosine, (int, float))):
-            raise InvalidArgumentError(f"min_cosine must be a number, got {min_cosine!r}")
+            raise InvalidArgumentError(f"min_cosine must be a number, got {shown(min_cosine)}")
         if query is None:
             raise InvalidArgumentError("query is None")
         tr = to_micros_range(time_range)
@@ -663,11 +667,11 @@ class PerceptualMemory:
             name = index_name(space)
             index = indexes.get(name)
             if index is None:
-                raise StoreError(f"the saved perceptual memory needs index {name!r}, which was not given")
+                raise StoreError(f"the saved perceptual memory needs index {shown(name)}, which was not given")
             if not isinstance(index, HybridIndex):
-                raise InvalidArgumentError(f"index {name!r} is {type(index).__name__}, not a HybridIndex")
+                raise InvalidArgumentError(f"index {shown(name)} is {type(index).__name__}, not a HybridIndex")
             if index.dim != dim:
-                raise StoreCorruptedError(f"index {name!r} holds {index.dim}-d vectors, the state says {dim}")
+                raise StoreCorruptedError(f"index {shown(name)} holds {index.dim}-d vectors, the state says {dim}")
             spaces[space] = index
         with self._lock:
             if len(self):
@@ -680,7 +684,7 @@ class PerceptualMemory:
                 if saved is None and mine.space in spaces and spaces[mine.space].dim != mine.dim:
                     raise DimensionError(
                         f"the store's space {mine.space!r} holds {spaces[mine.space].dim}-d vectors, but "
-                        f"{name!r} is registered with {mine.dim}-d encoder {mine.encoder!r}"
+                        f"{shown(name)} is registered with {mine.dim}-d encoder {mine.encoder!r}"
                     )
             merged_spaces = {s: i for s, i in self._spaces.items() if s not in spaces} | spaces
             merged = {m.name: m for m in self._modalities.values() if m.name not in modalities} | modalities
@@ -742,13 +746,13 @@ def _check_ids(ids: Iterable[int] | Sequence[int]) -> list[int]:
     out: list[int] = []
     for i in ids:
         if isinstance(i, (bool, np.bool_)):
-            raise InvalidArgumentError(f"invalid id {i!r}: a bool is not an id")
+            raise InvalidArgumentError(f"invalid id {shown(i)}: a bool is not an id")
         try:
             v = operator.index(i)
         except TypeError:
-            raise InvalidArgumentError(f"invalid id {i!r}: ids are positive integers") from None
+            raise InvalidArgumentError(f"invalid id {shown(i)}: ids are positive integers") from None
         if v < 1 or v >= 1 << 64:
-            raise InvalidArgumentError(f"invalid id {v}: ids are positive integers below 2**64")
+            raise InvalidArgumentError(f"invalid id {shown(v)}: ids are positive integers below 2**64")
         out.append(v)
     if not out:
         raise InvalidArgumentError("no ids given")

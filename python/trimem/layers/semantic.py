@@ -24,8 +24,9 @@ import numpy as np
 
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
+from trimem._checks import check_bool, check_index, check_plain, check_str, shown
 from trimem.config import Policy
-from trimem.errors import InvalidArgumentError, UnknownIdError
+from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
 from trimem.scope import SHARED, Shared, check_id, knowledge_namespace, knowledge_owner
@@ -37,20 +38,21 @@ MAX_VALUE_CHARS = 4096
 
 def check_key(key: object) -> str:
     if not isinstance(key, str) or not key.strip():
-        raise InvalidArgumentError(f"a fact key must be a non-empty string, got {key!r}")
+        raise InvalidArgumentError(f"a fact key must be a non-empty string, got {shown(key)}")
     if len(key) > MAX_KEY_CHARS or not key.isprintable():
-        raise InvalidArgumentError(f"invalid fact key {key[:40]!r}: at most {MAX_KEY_CHARS} printable characters")
-    return key
+        raise InvalidArgumentError(f"invalid fact key {shown(key[:40])}: at most {MAX_KEY_CHARS} printable characters")
+    return check_str("a fact key", key)
 
 
 def _sources(source: Iterable[int]) -> list[int]:
-    if isinstance(source, (str, bytes)):
-        raise InvalidArgumentError("source must be a list of episode ids")
+    if isinstance(source, (str, bytes, Mapping)) or not isinstance(source, Iterable):
+        raise InvalidArgumentError(f"source must be a list of episode ids, got {shown(source)}")
     out = []
     for s in source:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise InvalidArgumentError(f"source must be a list of episode ids, got {s!r}")
-        out.append(int(s))
+        i = check_index("a source episode id", s)
+        if i is None:
+            raise InvalidArgumentError(f"source must be a list of episode ids, got {shown(s)}")
+        out.append(i)
     return out
 
 
@@ -63,6 +65,9 @@ class Facts:
 
     def _scope(self, user_id: str, agent_id: str) -> tuple[str, str]:
         # Validated pairs are remembered: `get` must stay O(1) and cheap.
+        if not (isinstance(user_id, str) and isinstance(agent_id, str)):
+            check_id("agent_id", agent_id)
+            check_id("user_id", user_id)
         pair = (agent_id, user_id)
         if pair not in self._checked:
             check_id("agent_id", agent_id)
@@ -85,10 +90,7 @@ class Facts:
         """Sets a fact; an existing value is closed into the history (never silently lost)."""
         agent_id, user_id = self._scope(user_id, agent_id)
         check_key(key)
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidArgumentError(f"a fact value must be a non-empty string, got {value!r}")
-        if len(value) > MAX_VALUE_CHARS:
-            raise InvalidArgumentError(f"a fact value has {len(value)} characters, over {MAX_VALUE_CHARS}")
+        check_str("a fact value", value, limit=MAX_VALUE_CHARS, empty=False)
         src = _sources(source)
         with self._backend.lock:
             old = self._backend.fact(agent_id, user_id, key)
@@ -121,9 +123,11 @@ class Facts:
     def alias(self, keys: str | Sequence[str], words: Sequence[str]) -> None:
         """Words (any language) that stand for one key or several: recall reads those facts
         whenever a question uses one of the words."""
+        if not isinstance(keys, (str, list, tuple)):
+            raise InvalidArgumentError(f"keys must be a key or a list of keys, got {shown(keys)}")
         key_list = [keys] if isinstance(keys, str) else list(keys)
-        if isinstance(words, str):
-            raise InvalidArgumentError("words must be a list of strings")
+        if isinstance(words, str) or not isinstance(words, (list, tuple)):
+            raise InvalidArgumentError(f"words must be a list of strings, got {shown(words)}")
         for k in key_list:
             check_key(k)
         for w in words:
@@ -133,18 +137,22 @@ class Facts:
     def pin(self, key: str, *, user_id: str, agent_id: str = "default", pinned: bool = True) -> None:
         """A pinned fact is always in the profile section of a recall."""
         agent_id, user_id = self._scope(user_id, agent_id)
-        self._backend.write([OpPin(agent_id, user_id, check_key(key), bool(pinned))])
+        self._backend.write([OpPin(agent_id, user_id, check_key(key), check_bool("pinned", pinned))])
 
     # -- reads ------------------------------------------------------------------------------------
 
     def get(self, key: str, *, user_id: str, agent_id: str = "default") -> Fact | None:
         """The current fact, or None. O(1)."""
         self._scope(user_id, agent_id)
+        if not isinstance(key, str):
+            raise ArgumentTypeError(f"a fact key must be a string, got {shown(key)}")
         return self._backend.fact(agent_id, user_id, key)
 
     def history(self, key: str, *, user_id: str, agent_id: str = "default") -> builtins.list[FactVersion]:
         """Every value the key held, oldest first (deletions included, with value None)."""
         self._scope(user_id, agent_id)
+        if not isinstance(key, str):
+            raise ArgumentTypeError(f"a fact key must be a string, got {shown(key)}")
         return self._backend.fact_history(agent_id, user_id, key)
 
     def as_of(self, key: str, t: TimeLike, *, user_id: str, agent_id: str = "default") -> str | None:
@@ -232,11 +240,15 @@ class KnowledgeBase:
         drafts: list[dict[str, Any]] = []
         for it in items:
             user_id = knowledge_owner(it.get("user_id", SHARED))
-            source, title = it.get("source"), it.get("title")
-            if source is not None and not isinstance(source, str):
-                raise InvalidArgumentError(f"source must be a string, got {type(source).__name__}")
-            if title is not None and not isinstance(title, str):
-                raise InvalidArgumentError(f"title must be a string, got {type(title).__name__}")
+            source, title, metadata = it.get("source"), it.get("title"), it.get("metadata")
+            if source is not None:
+                check_str("source", source, limit=MAX_KEY_CHARS * 8, empty=False)
+            if title is not None:
+                check_str("title", title, limit=MAX_VALUE_CHARS)
+            if metadata is not None:
+                if not isinstance(metadata, Mapping):
+                    raise InvalidArgumentError(f"metadata must be a mapping, got {shown(metadata)}")
+                check_plain("metadata", dict(metadata))
             drafts.append(
                 dict(
                     agent_id=check_id("agent_id", it.get("agent_id") or "default"),
@@ -245,7 +257,7 @@ class KnowledgeBase:
                     timestamp=now_micros(it.get("timestamp")),
                     source=source,
                     title=title,
-                    metadata=dict(it.get("metadata") or {}),
+                    metadata=dict(metadata or {}),
                 )
             )
         if not drafts:
@@ -274,7 +286,8 @@ class KnowledgeBase:
 
     def get(self, doc_id: int) -> KnowledgeDoc | None:
         """The document, or None."""
-        return self._backend.document(int(doc_id))
+        i = check_index("doc_id", doc_id)
+        return None if i is None else self._backend.document(i)
 
     def list(self, *, agent_id: str = "default", user_id: str | Shared = SHARED) -> builtins.list[KnowledgeDoc]:
         """The agent's shared documents, or with ``user_id`` that user's private ones, by id."""
@@ -286,7 +299,10 @@ class KnowledgeBase:
         """Deletes documents of one scope (the agent's shared ones, or a user's private ones) by
         id; an id of another scope raises `UnknownIdError` and nothing changes."""
         ns = knowledge_namespace(agent_id, knowledge_owner(user_id))
-        ids = sorted({int(i) for i in doc_ids})
+        if isinstance(doc_ids, (str, bytes, Mapping)) or not isinstance(doc_ids, Iterable):
+            raise InvalidArgumentError(f"doc_ids must be a list of ids, got {shown(doc_ids)}")
+        checked = [check_index("a document id", i) for i in doc_ids]
+        ids = sorted({i if i is not None else -1 for i in checked})
         with self._backend.lock:
             mine = set(self._backend.document_ids(ns))
             missing = [i for i in ids if i not in mine]
@@ -312,7 +328,7 @@ class KnowledgeBase:
         question (``before`` answers with what was known then)."""
         check_text(query)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidArgumentError(f"k must be an integer of at least 1, got {k!r}")
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
         if vector is None:
             vector = self._embed.one(query)
         owner = knowledge_owner(user_id)

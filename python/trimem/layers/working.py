@@ -20,11 +20,13 @@ from typing import Any
 
 from trimem._backend import Backend
 from trimem._backend.ops import OpWorking, encode_op
+from trimem._checks import check_int, check_plain, check_str, check_unit
 from trimem._core import tokenize
 from trimem.config import Policy
 from trimem.errors import InvalidArgumentError
 from trimem.records import Turn
 from trimem.scope import check_id
+from trimem.timeutil import to_micros
 
 __all__ = ["Sessions", "WorkingMemory"]
 
@@ -54,11 +56,11 @@ class WorkingMemory:
         self.evicted: list[Turn] = []  # turns pushed out by capacity, kept for consolidation
 
     def add_turn(self, role: str, text: str, *, importance: float = 0.0, timestamp: int | None = None) -> Turn:
-        if not isinstance(text, str):
-            raise InvalidArgumentError("text must be a string")
-        turn = Turn(
-            role=role, text=text, timestamp=self._clock() if timestamp is None else timestamp, importance=importance
-        )
+        check_str("role", role, limit=64, empty=False)
+        check_str("text", text)
+        importance = check_unit("importance", importance)
+        at = self._clock() if timestamp is None else to_micros(check_int("timestamp", timestamp))
+        turn = Turn(role=role, text=text, timestamp=at, importance=importance)
         if len(self._turns) == self.capacity:
             self.evicted.append(self._turns[0])
         self._turns.append(turn)
@@ -74,6 +76,8 @@ class WorkingMemory:
 
     def recent(self, n: int | None = None) -> list[Turn]:
         """The last `n` turns (all live turns when `n` is None), oldest first."""
+        if n is not None:
+            check_int("n", n, low=0)
         self._expire()
         turns = list(self._turns)
         return turns if n is None else turns[-n:] if n > 0 else []
@@ -107,6 +111,9 @@ class WorkingMemory:
         return self.vars.get(name, default)
 
     def set(self, name: str, value: Any) -> None:
+        """Sets a scratch variable (plain data: it may be saved with the session)."""
+        check_str("name", name, limit=256, empty=False)
+        check_plain(name, value)
         self.vars[name] = value
 
     def __len__(self) -> int:
@@ -135,7 +142,7 @@ class Sessions:
             self._restore(op)
 
     def __contains__(self, session_id: object) -> bool:
-        return session_id in self._live
+        return isinstance(session_id, str) and session_id in self._live
 
     def __len__(self) -> int:
         return len(self._live)
@@ -145,11 +152,11 @@ class Sessions:
 
     def peek(self, session_id: str) -> WorkingMemory | None:
         """The session's working memory if it exists (no session is created)."""
-        return self._live.get(session_id)
+        return self._live.get(check_id("session_id", session_id))
 
     def get(self, session_id: str) -> WorkingMemory:
         """The session's working memory, created on first use."""
-        wm = self._live.get(session_id)
+        wm = self._live.get(check_id("session_id", session_id))
         if wm is None:
             wm = self._live[session_id] = WorkingMemory(
                 session_id, capacity=self._policy.working_bound, ttl=self._policy.working_ttl_seconds
@@ -177,6 +184,7 @@ class Sessions:
 
     def end(self, session_id: str) -> None:
         """Resets the session and drops its saved copy."""
+        check_id("session_id", session_id)
         if session_id in self._backend.saved_sessions():
             self._backend.write([OpWorking(session_id=session_id, turns=None)])
         wm = self._live.pop(session_id, None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from trimem.errors import InvalidArgumentError
+from trimem._checks import check_callable, check_int
 from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.timeutil import from_micros
@@ -71,9 +71,10 @@ class RecallBundle:
     def render(self, max_tokens: int = 2000, *, counter: Callable[[str], int] | None = None) -> str:
         """One prompt context, sections in a fixed order, never over `max_tokens` as measured by
         `counter` (tiktoken when installed, else a count that never undercounts)."""
-        if max_tokens < 1:
-            raise InvalidArgumentError(f"max_tokens must be positive, got {max_tokens}")
-        if counter is None:
+        check_int("max_tokens", max_tokens, low=1)
+        if counter is not None:
+            check_callable("counter", counter)
+        else:
             from trimem.tokens import default_counter
 
             counter = default_counter()

@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
 from trimem._backend.ops import Op, OpForget
+from trimem._checks import check_bool, check_index, shown
 from trimem.config import DAY_US, MAX_TEXT_CHARS
 from trimem.errors import InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import collector_paused
@@ -32,6 +33,17 @@ if TYPE_CHECKING:
 
 
 __all__ = ["Consolidation", "Expired", "Lifecycle"]
+
+
+def _ids(name: str, values: object) -> list[int]:
+    """Record ids as ints; one that no id can be becomes -1 (no such record)."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise InvalidArgumentError(f"{name} must be a list of integer ids, got {shown(values)}")
+    out = []
+    for v in values:
+        i = check_index(f"an id of {name}", v)
+        out.append(-1 if i is None else i)
+    return out
 
 
 class Consolidation(msgspec.Struct, frozen=True):
@@ -75,6 +87,7 @@ class Lifecycle:
         session, role and time), the rest expire. `everything` takes the live turns too (session
         end or on demand); otherwise only those the capacity bound pushed out."""
         episode_namespace(agent_id, user_id)
+        check_bool("everything", everything)
         wm = self._sessions.get(session_id)
         items = wm.take_evicted()
         if everything:
@@ -114,16 +127,13 @@ class Lifecycle:
     ) -> int:
         """See :meth:`trimem.Memory.forget`."""
         ns = episode_namespace(agent_id, user_id)
-        if isinstance(episode_ids, (str, bytes)):
-            raise InvalidArgumentError("episode_ids must be a list of integers")
-        ids = []
-        for i in episode_ids:
-            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-                raise InvalidArgumentError(f"episode ids must be integers, got {i!r}")
-            ids.append(int(i))
-        for e, i in zip(self._backend.episodes(ids), ids):
-            if e is None or f"{e.agent_id}/{e.user_id}" != ns:
-                raise UnknownIdError(f"no episode with id {i} for user {user_id!r} of agent {agent_id!r}")
+        check_bool("everything", everything)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        ids = _ids("episode_ids", episode_ids)
+        for e, i in zip(self._backend.episodes([max(i, 0) for i in ids]), ids):
+            if i < 0 or e is None or f"{e.agent_id}/{e.user_id}" != ns:
+                raise UnknownIdError(f"no episode with id {shown(i)} for user {user_id!r} of agent {agent_id!r}")
         if everything:
             ids += self._episodic.ids(agent_id, user_id)
         elif session_id is not None or time_range is not None:
@@ -197,7 +207,7 @@ class Lifecycle:
         cols = self._backend.columns("episodes", episode_namespace(from_agent, user_id))
         effective = dict(zip(cols["ids"].tolist(), self._policy.effective_of(cols).tolist()))
         if episode_ids is not None:
-            wanted = sorted({int(i) for i in episode_ids})  # an id named twice is shared once
+            wanted = sorted(set(_ids("episode_ids", episode_ids)))  # an id named twice is shared once
             missing = [i for i in wanted if i not in effective]
             if missing:
                 raise UnknownIdError(f"no episodes {missing} for user {user_id!r} of agent {from_agent!r}")

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from trimem._checks import check_bool, check_callable, check_int, shown
 from trimem._core import tokenize
-from trimem.errors import InvalidArgumentError
+from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.layers._shared import Embedding, check_text
 from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn
@@ -85,10 +86,15 @@ class Recall:
         if session_id is not None:
             check_id("session_id", session_id)
         for name, value in (("k", k), ("k_knowledge", k_knowledge), ("rerank_depth", rerank_depth)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an integer of at least 1, got {value!r}")
-        if not isinstance(n_turns, int) or isinstance(n_turns, bool) or n_turns < 0:
-            raise InvalidArgumentError(f"n_turns must be an integer >= 0, got {n_turns!r}")
+            check_int(name, value, low=1)
+        check_int("n_turns", n_turns, low=0)
+        for flag, value in (("same_session", same_session), ("layered", layered), ("touch", touch)):
+            check_bool(flag, value)
+        if tz is not None and not isinstance(tz, tzinfo):
+            raise ArgumentTypeError(f"tz must be a datetime.tzinfo, got {shown(tz)}")
+        for name, fn in (("enough", enough), ("rerank", rerank)):
+            if fn is not None:
+                check_callable(name, fn)
         at = now_micros(now)
         cutoff = None if as_of is None else to_micros(as_of)
         if cutoff is not None:

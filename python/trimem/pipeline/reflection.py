@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from trimem._backend.ops import OpCursor
+from trimem._checks import check_callable
 from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import Extractor, RuleExtractor
@@ -45,6 +46,8 @@ class Reflection:
         as versioned updates. Running it again without new episodes changes nothing."""
         check_id("agent_id", agent_id)
         check_id("user_id", user_id)
+        if extractor is not None:
+            check_callable("extractor", extractor)
         backend = self._backend
         with backend.lock:
             cursor = backend.cursor(agent_id, user_id)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from trimem._checks import check_unit
 from trimem.errors import InvalidArgumentError
 from trimem.layers._shared import check_text
 from trimem.records import Placement, Turn
@@ -87,8 +88,8 @@ def add_turn(
         from trimem.router import route
 
         importance = route(text).importance  # the rules' estimate (one shared router)
-    elif isinstance(importance, bool) or not (isinstance(importance, (int, float)) and 0.0 <= importance <= 1.0):
-        raise InvalidArgumentError(f"importance must be a number in [0, 1], got {importance!r}")
+    else:
+        importance = check_unit("importance", importance)
     wm = memory.working(session_id)
     turn = wm.add_turn(role, text, importance=float(importance), timestamp=now_micros(timestamp))
     if wm.evicted:

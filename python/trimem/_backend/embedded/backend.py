@@ -38,6 +38,7 @@ from trimem._backend.ops import (
     OpTouch,
     OpWorking,
 )
+from trimem._checks import check_path
 from trimem._core import Hits, HybridIndex, tokenize
 from trimem.config import BM25_K1, CHECKPOINT_BYTES, explain
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
@@ -144,7 +145,7 @@ class EmbeddedBackend:
             OpPerceptDelete: self._apply_percept,
         }
         self._journal: Journal | None = None
-        self.path = None if path is None else os.fspath(path)
+        self.path = None if path is None else check_path("path", path)
         if self.path is not None:
             if os.path.exists(self.path) and not os.path.isdir(self.path):
                 raise StoreError(f"{self.path} exists and is not a folder")
