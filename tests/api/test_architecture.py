@@ -19,6 +19,7 @@ RANKS: list[tuple[str, ...]] = [
     (
         "trimem._core",
         "trimem.errors",
+        "trimem._checks",
         "trimem.records",
         "trimem.config",
         "trimem.scope",

@@ -21,7 +21,7 @@ from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
-from trimem.timeutil import TimeLike, as_datetime, now_micros, to_micros
+from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
@@ -105,7 +105,7 @@ class Recall:
         text = intent.text or query
         time_range = intent.time_range
         if cutoff is not None:
-            lo, hi = time_range if time_range is not None else (-(2**63), cutoff)
+            lo, hi = time_range if time_range is not None else (MIN_MICROS, cutoff)
             time_range = (lo, min(hi, cutoff))
         working: list[Turn] = []
         wvars: dict[str, object] = {}
