@@ -247,7 +247,7 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=_output_file,
         metavar="THRESHOLDS.json",
         help="measure the gate's ratios on this (quiet) machine and write "
-        "thresholds = 1.5 x the median quiet ratio to THRESHOLDS.json; "
+        "thresholds = 1.3 x the median quiet ratio to THRESHOLDS.json; "
         "--n/--dim/--queries/--repeats/--seed/--window override its defaults",
     )
     g.add_argument(
