@@ -17,24 +17,12 @@ from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "python" / "trimem"
 TEXT = PACKAGE / "text"
-MAX_LINES = 800
-
 # Modules outside text/ that may use regular expressions, and why: neither reads language.
 REGEX_ALLOWED = {
     "tokens.py": "the token-count estimate counts byte classes and runs of bytes; it reads no words",
-    "perceptual.py": "checks that a modality name is a valid store section name ([A-Za-z0-9_])",
 }
 # The evaluation harness parses datasets and report formats, not what users say.
 REGEX_ALLOWED_DIRS = {"bench"}
-# Modules over the limit, each owned by another change that splits it; the test fails once one
-# is short enough, so that it leaves this list.
-OVER_LIMIT = {
-    "memory.py": "the Memory facade, being split into layers below it",
-    "perceptual.py": "perceptual memory, to be split with the layer refactor",
-    "bench/evaluate.py": "the evaluation harness, owned by the benchmark work",
-    "bench/gate.py": "the performance gate, owned by the benchmark work",
-    "bench/peers.py": "the peer systems of the benchmarks, owned by the benchmark work",
-}
 
 
 def modules(root: Path) -> list[Path]:
@@ -73,14 +61,6 @@ def test_text_is_a_leaf() -> None:
         inner = {m for m in imported_modules(path) if m == "trimem" or m.startswith("trimem.")}
         outside = {m for m in inner if m != "trimem.errors" and not m.startswith("trimem.text")}
         assert outside == set(), f"{path.name} imports {sorted(outside)}: text/ may import only trimem.errors"
-
-
-def test_no_module_is_over_800_lines() -> None:
-    lengths = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules(PACKAGE)}
-    over = {name: n for name, n in lengths.items() if n > MAX_LINES and name not in OVER_LIMIT}
-    assert over == {}, f"modules over {MAX_LINES} lines: {over}"
-    done = [name for name in OVER_LIMIT if lengths.get(name, 0) <= MAX_LINES]
-    assert done == [], f"{done} are {MAX_LINES} lines or fewer now: drop them from OVER_LIMIT"
 
 
 TEXT_MODULES = sorted(m.name for m in pkgutil.iter_modules(trimem.text.__path__))
