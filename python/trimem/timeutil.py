@@ -15,7 +15,16 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from trimem.errors import InvalidArgumentError
 
-__all__ = ["MAX_MICROS", "MIN_MICROS", "TimeLike", "as_datetime", "from_micros", "now_micros", "to_micros", "to_micros_range"]
+__all__ = [
+    "MAX_MICROS",
+    "MIN_MICROS",
+    "TimeLike",
+    "as_datetime",
+    "from_micros",
+    "now_micros",
+    "to_micros",
+    "to_micros_range",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

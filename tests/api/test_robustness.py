@@ -155,13 +155,6 @@ class Known(NamedTuple):
 # no longer opens: the worst kind.
 # fmt: off
 KNOWN_FAILURES: list[Known] = [
-    Known("MemoryGraph.entity", "name", "int huge_int giant_int float nan inf bool none bytes list pair dict object array", None, "AttributeError: 'NoneType' object has no attribute 'isascii'"),
-    Known("MemoryGraph.entities", "type", "array", ODD_ARRAYS[0], "ValueError: The truth value of an array with more than one element is ambiguous."),
-    Known("MemoryGraph.relations", "entity", "int huge_int giant_int float nan inf bool bytes list pair dict object array", 9223372036854775807, "AttributeError: 'int' object has no attribute 'isascii'"),
-    Known("MemoryGraph.relations", "predicate", "array", ODD_ARRAYS[0], "ValueError: The truth value of an array with more than one element is ambiguous."),
-    Known("MemoryGraph.neighbours", "entity", "int huge_int giant_int float nan inf bool none bytes list pair dict object array", None, "AttributeError: 'NoneType' object has no attribute 'isascii'"),
-    Known("MemoryGraph.neighbours", "limit", "giant_int", -(10**5000), "ValueError: Exceeds the limit (4300 digits) for integer string conversion"),
-    Known("MemoryGraph.neighbours", "depth", "int huge_int giant_int", 2**63, "hangs: loops range(depth) times even once nothing is left to visit", hangs=True),
 ]
 # fmt: on
 
@@ -814,19 +807,19 @@ def memory_calls(root: Path, export_file: Path) -> list[Call]:
             {**who, "modality": None, "time_range": None},
         ),
         Call("PerceptualMemory.delete", lambda m, **kw: m.perceptual.delete(**kw), {"ids": [], **who}),
-        Call("MemoryGraph.entity", lambda m, **kw: m.graph.entity(**kw), {"name": "docker", "scope": "default/u1"}),
-        Call("MemoryGraph.entities", lambda m, **kw: m.graph.entities(**kw), {"scope": None, "type": None}),
+        Call("MemoryGraph.entity", lambda m, **kw: m.graph.entity(**kw), {"name": "docker", "user_id": "u1", "agent_id": "default"}),
+        Call("MemoryGraph.entities", lambda m, **kw: m.graph.entities(**kw), {"user_id": None, "agent_id": "default", "type": None}),
         Call(
             "MemoryGraph.relations",
             lambda m, **kw: m.graph.relations(**kw),
-            {"scope": None, "entity": None, "predicate": None},
+            {"user_id": None, "agent_id": "default", "entity": None, "predicate": None},
         ),
         Call(
             "MemoryGraph.neighbours",
             lambda m, **kw: m.graph.neighbours(**kw),
-            {"entity": "docker", "scope": "default/u1", "depth": 1, "limit": 50},
+            {"entity": "docker", "user_id": "u1", "agent_id": "default", "depth": 1, "limit": 50},
         ),
-        Call("MemoryGraph.to_text", lambda m, **kw: m.graph.to_text(**kw), {"scope": None}),
+        Call("MemoryGraph.to_text", lambda m, **kw: m.graph.to_text(**kw), {"user_id": None, "agent_id": "default"}),
     ]
 
 

@@ -30,7 +30,7 @@ from trimem.graph import (
     parse_extraction,
 )
 
-S = "default/u1"
+S = {"user_id": "u1"}  # one user of the default agent: the scope "default/u1"
 Triple = tuple[str, str, str]
 
 
@@ -284,24 +284,24 @@ def test_extract_rejects_non_text() -> None:
 
 def test_add_episode_returns_touched_items_and_keys_case_insensitively() -> None:
     g = MemoryGraph()
-    e1, r1 = g.add_episode(1, 'Deploy "Phoenix" with docker', 10, scope=S)
+    e1, r1 = g.add_episode(1, 'Deploy "Phoenix" with docker', 10, **S)
     assert [(e.name, e.type) for e in e1] == [("Phoenix", "thing"), ("Docker", "tech")]
     assert [(r.subject, r.predicate, r.object, r.weight) for r in r1] == [("Docker", MENTIONED_WITH, "Phoenix", 1.0)]
-    e2, _ = g.add_episode(2, 'Is "PHOENIX" on DOCKER?', 20, scope=S)
+    e2, _ = g.add_episode(2, 'Is "PHOENIX" on DOCKER?', 20, **S)
     assert [e.name for e in e2] == ["Phoenix", "Docker"]  # the display form of the first sighting
     assert len(g) == 2
-    phoenix = g.entity("phoenix", scope=S)
+    phoenix = g.entity("phoenix", **S)
     assert phoenix is not None and phoenix.mentions == 2 and phoenix.sources == [1, 2]
-    assert g.entity("postgres", scope=S) is None
-    g.add_episode(3, "Postgres is our main database.", 30, scope=S)
-    pg = g.entity("postgres", scope=S)  # an alias finds the product
+    assert g.entity("postgres", **S) is None
+    g.add_episode(3, "Postgres is our main database.", 30, **S)
+    pg = g.entity("postgres", **S)  # an alias finds the product
     assert pg is not None and pg.name == "PostgreSQL"
 
 
 def test_cooccurrence_weights() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker. Bob likes Kafka.", 100, scope=S)
-    weights = {(r.subject, r.object): r.weight for r in g.relations(scope=S, predicate=MENTIONED_WITH)}
+    g.add_episode(1, "Alice uses Docker. Bob likes Kafka.", 100, **S)
+    weights = {(r.subject, r.object): r.weight for r in g.relations(**S, predicate=MENTIONED_WITH)}
     assert weights == {
         ("Alice", "Docker"): 1.0,
         ("Bob", "Kafka"): 1.0,  # one sentence
@@ -310,45 +310,45 @@ def test_cooccurrence_weights() -> None:
         ("Bob", "Docker"): 0.5,
         ("Docker", "Kafka"): 0.5,
     }
-    g.add_episode(2, "Alice restarted Docker.", 200, scope=S)
-    g.add_episode(3, "Docker, as Alice said, is down. Alice is out.", 300, scope=S)
-    r = g.relations(scope=S, entity="Alice", predicate=MENTIONED_WITH)[0]
+    g.add_episode(2, "Alice restarted Docker.", 200, **S)
+    g.add_episode(3, "Docker, as Alice said, is down. Alice is out.", 300, **S)
+    r = g.relations(**S, entity="Alice", predicate=MENTIONED_WITH)[0]
     assert (r.subject, r.object, r.weight, r.sources) == ("Alice", "Docker", 3.0, [1, 2, 3])
     assert (r.first_seen, r.last_seen) == (100, 300)
     # the speaker and the team relate through statements only, never by co-occurrence
-    g.add_episode(4, "We use Redis and I like Kafka.", 400, scope=S)
+    g.add_episode(4, "We use Redis and I like Kafka.", 400, **S)
     assert all(
         "team" not in (r.subject, r.object) and "user" not in (r.subject, r.object)
-        for r in g.relations(scope=S, predicate=MENTIONED_WITH)
+        for r in g.relations(**S, predicate=MENTIONED_WITH)
     )
-    assert ("team", "uses", "Redis") in stated(g.relations(scope=S, entity="team"))
+    assert ("team", "uses", "Redis") in stated(g.relations(**S, entity="team"))
 
 
 def test_cooccurrence_is_bounded() -> None:
     g = MemoryGraph()
     names = " ".join(f"`fn_{i}`" for i in range(60))
-    g.add_episode(1, names, 0, scope=S)
-    assert len(g.entities(scope=S)) == 60
-    assert len(g.relations(scope=S)) == 30 * 29 // 2
+    g.add_episode(1, names, 0, **S)
+    assert len(g.entities(**S)) == 60
+    assert len(g.relations(**S)) == 30 * 29 // 2
 
 
 def test_provenance_and_removal() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker and Kafka.", 100, scope=S)
-    g.add_episode(2, "Alice restarted Docker twice, Docker is flaky.", 200, scope=S)
-    d = by_name(g.entities(scope=S))
+    g.add_episode(1, "Alice uses Docker and Kafka.", 100, **S)
+    g.add_episode(2, "Alice restarted Docker twice, Docker is flaky.", 200, **S)
+    d = by_name(g.entities(**S))
     docker = d["Docker"]
     assert (docker.mentions, docker.sources, docker.first_seen, docker.last_seen) == (3, [1, 2], 100, 200)
     assert d["Kafka"].sources == [1]
 
     g.remove_sources([1])
-    d = by_name(g.entities(scope=S))
+    d = by_name(g.entities(**S))
     assert "Kafka" not in d  # its only source is gone
     assert (d["Docker"].mentions, d["Docker"].sources, d["Docker"].first_seen) == (2, [2], 200)
     assert (d["Alice"].mentions, d["Alice"].sources) == (1, [2])
-    assert stated(g.relations(scope=S)) == []  # "Alice uses Docker" was only in episode 1
-    assert [(r.subject, r.object, r.weight) for r in g.relations(scope=S)] == [("Alice", "Docker", 1.0)]
-    assert g.relations(scope=S, entity="Kafka") == []
+    assert stated(g.relations(**S)) == []  # "Alice uses Docker" was only in episode 1
+    assert [(r.subject, r.object, r.weight) for r in g.relations(**S)] == [("Alice", "Docker", 1.0)]
+    assert g.relations(**S, entity="Kafka") == []
 
     g.remove_sources([2, 99])  # unknown ids are ignored
     assert len(g) == 0 and g.scopes() == [] and g.to_text() == "(the memory graph is empty)"
@@ -356,47 +356,47 @@ def test_provenance_and_removal() -> None:
 
 def test_adding_an_episode_again_replaces_it() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker.", 100, scope=S)
+    g.add_episode(1, "Alice uses Docker.", 100, **S)
     before = g.encode()
-    g.add_episode(1, "Alice uses Docker.", 100, scope=S)
+    g.add_episode(1, "Alice uses Docker.", 100, **S)
     assert g.encode() == before
-    g.add_episode(1, "Bob uses Podman.", 150, scope=S)
-    assert sorted(e.name for e in g.entities(scope=S)) == ["Bob", "Podman"]
+    g.add_episode(1, "Bob uses Podman.", 150, **S)
+    assert sorted(e.name for e in g.entities(**S)) == ["Bob", "Podman"]
 
 
 def test_scopes_never_mix() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker.", 1, scope="a/u1")
-    g.add_episode(2, "Alice uses Podman.", 2, scope="a/u2")
-    g.add_fact("editor", "Vim", scope="a/u2", timestamp=3)
+    g.add_episode(1, "Alice uses Docker.", 1, agent_id="a", user_id="u1")
+    g.add_episode(2, "Alice uses Podman.", 2, agent_id="a", user_id="u2")
+    g.add_fact("editor", "Vim", agent_id="a", user_id="u2", timestamp=3)
     assert g.scopes() == ["a/u1", "a/u2"]
-    assert [e.name for e in g.entities(scope="a/u1")] == ["Alice", "Docker"]
+    assert [e.name for e in g.entities(agent_id="a", user_id="u1")] == ["Alice", "Docker"]
     assert {e.scope for e in g.entities()} == {"a/u1", "a/u2"}
     alice = [e for e in g.entities() if e.name == "Alice"]
     assert sorted((e.scope, e.sources) for e in alice) == [("a/u1", [1]), ("a/u2", [2])]
-    assert stated(g.relations(scope="a/u1", entity="Alice")) == [("Alice", "uses", "Docker")]
+    assert stated(g.relations(agent_id="a", user_id="u1", entity="Alice")) == [("Alice", "uses", "Docker")]
     assert sorted(stated(g.relations(entity="Alice"))) == [("Alice", "uses", "Docker"), ("Alice", "uses", "Podman")]
-    assert [e.name for e in g.neighbours("Alice", scope="a/u1", depth=3).entities] == ["Alice", "Docker"]
-    assert g.neighbours("Podman", scope="a/u1").entities == []
-    assert g.entity("Vim", scope="a/u1") is None
-    g.remove_sources([1, 2], scope="a/u1")  # only a/u1's part of these ids
-    assert g.scopes() == ["a/u2"] and g.entity("Podman", scope="a/u2") is not None
-    g.clear(scope="a/u2")
+    assert [e.name for e in g.neighbours("Alice", agent_id="a", user_id="u1", depth=3).entities] == ["Alice", "Docker"]
+    assert g.neighbours("Podman", agent_id="a", user_id="u1").entities == []
+    assert g.entity("Vim", agent_id="a", user_id="u1") is None
+    g.remove_sources([1, 2], agent_id="a", user_id="u1")  # only a/u1's part of these ids
+    assert g.scopes() == ["a/u2"] and g.entity("Podman", agent_id="a", user_id="u2") is not None
+    g.clear(agent_id="a", user_id="u2")
     assert len(g) == 0
 
 
 def test_neighbours_depth_limit_and_order() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker.", 1, scope=S)
-    g.add_episode(2, "Docker runs on Ubuntu.", 2, scope=S)
-    g.add_episode(3, "Ubuntu runs on Raspberry Pi.", 3, scope=S)
-    g.add_episode(4, "Bob uses Docker. Docker depends on containerd_shim.", 4, scope=S)
+    g.add_episode(1, "Alice uses Docker.", 1, **S)
+    g.add_episode(2, "Docker runs on Ubuntu.", 2, **S)
+    g.add_episode(3, "Ubuntu runs on Raspberry Pi.", 3, **S)
+    g.add_episode(4, "Bob uses Docker. Docker depends on containerd_shim.", 4, **S)
     names = lambda sub: [e.name for e in sub.entities]  # noqa: E731
-    assert names(g.neighbours("alice", scope=S, depth=0)) == ["Alice"]
-    assert names(g.neighbours("alice", scope=S)) == ["Alice", "Docker"]
+    assert names(g.neighbours("alice", **S, depth=0)) == ["Alice"]
+    assert names(g.neighbours("alice", **S)) == ["Alice", "Docker"]
     # depth 2: Docker's neighbours, heaviest link first, then by name
-    assert names(g.neighbours("alice", scope=S, depth=2)) == ["Alice", "Docker", "Bob", "containerd_shim", "Ubuntu"]
-    assert names(g.neighbours("alice", scope=S, depth=3)) == [
+    assert names(g.neighbours("alice", **S, depth=2)) == ["Alice", "Docker", "Bob", "containerd_shim", "Ubuntu"]
+    assert names(g.neighbours("alice", **S, depth=3)) == [
         "Alice",
         "Docker",
         "Bob",
@@ -404,61 +404,61 @@ def test_neighbours_depth_limit_and_order() -> None:
         "Ubuntu",
         "Raspberry Pi",
     ]
-    assert names(g.neighbours("alice", scope=S, depth=3, limit=3)) == ["Alice", "Docker", "Bob"]
-    sub = g.neighbours("docker", scope=S)
+    assert names(g.neighbours("alice", **S, depth=3, limit=3)) == ["Alice", "Docker", "Bob"]
+    sub = g.neighbours("docker", **S)
     assert sub.center == "Docker" and sub.depth == 1
     assert ("Docker", "runs_on", "Ubuntu") in stated(sub.relations)
     assert all(r.subject in names(sub) and r.object in names(sub) for r in sub.relations)
-    assert g.neighbours("docker", scope=S) == sub  # deterministic
-    assert g.neighbours("nobody", scope=S).entities == []
-    assert "not in the graph" in g.neighbours("nobody", scope=S).to_text()
+    assert g.neighbours("docker", **S) == sub  # deterministic
+    assert g.neighbours("nobody", **S).entities == []
+    assert "not in the graph" in g.neighbours("nobody", **S).to_text()
     for bad in ({"depth": -1}, {"limit": 0}, {"depth": True}):
         with pytest.raises(InvalidArgumentError):
-            g.neighbours("alice", scope=S, **bad)
+            g.neighbours("alice", **S, **bad)
 
 
 def test_facts_become_relations_from_the_user() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "I use Vim every day.", 100, scope=S)
-    g.add_fact("editor", "vim", scope=S, timestamp=200)
-    g.add_fact("city", "Berlin", scope=S, timestamp=200)
-    g.add_fact("最喜欢的颜色", "蓝色", scope=S, timestamp=200)
-    vim = g.entity("Vim", scope=S)
+    g.add_episode(1, "I use Vim every day.", 100, **S)
+    g.add_fact("editor", "vim", **S, timestamp=200)
+    g.add_fact("city", "Berlin", **S, timestamp=200)
+    g.add_fact("最喜欢的颜色", "蓝色", **S, timestamp=200)
+    vim = g.entity("Vim", **S)
     assert vim is not None and (vim.name, vim.sources, vim.facts, vim.mentions) == ("Vim", [1], ["editor"], 2)
     assert (vim.first_seen, vim.last_seen) == (100, 200)
-    user = g.entity("user", scope=S)
+    user = g.entity("user", **S)
     assert user is not None and user.type == "user" and user.facts == ["city", "editor", "最喜欢的颜色"]
-    assert sorted(stated(g.relations(scope=S, entity="user"))) == [
+    assert sorted(stated(g.relations(**S, entity="user"))) == [
         ("user", "city", "Berlin"),
         ("user", "editor", "Vim"),  # the episode's reading and the fact are one relation
         ("user", "最喜欢的颜色", "蓝色"),
     ]
-    berlin = g.entity("berlin", scope=S)
+    berlin = g.entity("berlin", **S)
     assert berlin is not None and berlin.type == "place"
-    fact_rel = g.relations(scope=S, predicate="editor")[0]
+    fact_rel = g.relations(**S, predicate="editor")[0]
     assert (fact_rel.weight, fact_rel.sources, fact_rel.facts) == (2.0, [1], ["editor"])
 
-    g.add_fact("city", "Paris", scope=S, timestamp=300)  # a new value replaces the old one
-    assert g.entity("Berlin", scope=S) is None
-    assert stated(g.relations(scope=S, predicate="city")) == [("user", "city", "Paris")]
-    g.remove_fact("editor", scope=S)
-    vim = g.entity("Vim", scope=S)
+    g.add_fact("city", "Paris", **S, timestamp=300)  # a new value replaces the old one
+    assert g.entity("Berlin", **S) is None
+    assert stated(g.relations(**S, predicate="city")) == [("user", "city", "Paris")]
+    g.remove_fact("editor", **S)
+    vim = g.entity("Vim", **S)
     assert vim is not None and vim.facts == [] and vim.mentions == 1
     g.remove_sources([1])
-    assert g.entity("Vim", scope=S) is None
-    assert g.entity("user", scope=S) is not None  # still named by the other facts
-    g.add_fact("manager", "Grace", scope=S, timestamp=1, subject="Alice")
-    assert ("Alice", "manager", "Grace") in stated(g.relations(scope=S, entity="Grace"))
+    assert g.entity("Vim", **S) is None
+    assert g.entity("user", **S) is not None  # still named by the other facts
+    g.add_fact("manager", "Grace", **S, timestamp=1, subject="Alice")
+    assert ("Alice", "manager", "Grace") in stated(g.relations(**S, entity="Grace"))
     with pytest.raises(InvalidArgumentError):
-        g.add_fact("", "x", scope=S, timestamp=1)
+        g.add_fact("", "x", **S, timestamp=1)
     with pytest.raises(InvalidArgumentError):
-        g.add_fact("k", "  ", scope=S, timestamp=1)
+        g.add_fact("k", "  ", **S, timestamp=1)
 
 
 def test_timestamps_accept_datetimes() -> None:
     g = MemoryGraph()
     t = datetime(2026, 10, 14, 9, 0, tzinfo=UTC)
-    e, _ = g.add_episode(7, "Alice uses Docker", t, scope=S)
+    e, _ = g.add_episode(7, "Alice uses Docker", t, **S)
     assert e[0].first_seen == 1_791_968_400_000_000
     assert "2026-10-14 09:00" in g.to_text()
 
@@ -466,13 +466,13 @@ def test_timestamps_accept_datetimes() -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda g: g.add_episode(True, "x", 0, scope=S),
-        lambda g: g.add_episode("1", "x", 0, scope=S),
-        lambda g: g.add_episode(1, None, 0, scope=S),
-        lambda g: g.add_episode(1, "x", 0, scope=""),
-        lambda g: g.add_episode(1, "x", 0, scope="a\nb"),
-        lambda g: g.add_episode(1, "x", "yesterday", scope=S),
-        lambda g: g.entities(scope=3),
+        lambda g: g.add_episode(True, "x", 0, **S),
+        lambda g: g.add_episode("1", "x", 0, **S),
+        lambda g: g.add_episode(1, None, 0, **S),
+        lambda g: g.add_episode(1, "x", 0, user_id=""),
+        lambda g: g.add_episode(1, "x", 0, user_id="a\nb"),
+        lambda g: g.add_episode(1, "x", "yesterday", **S),
+        lambda g: g.entities(user_id=3),
     ],
 )
 def test_invalid_arguments(call: Any) -> None:
@@ -485,10 +485,10 @@ def test_invalid_arguments(call: Any) -> None:
 
 def _sample() -> MemoryGraph:
     g = MemoryGraph()
-    g.add_episode(1, "Alice works at Acme Corp and uses Docker, port 8080.", 100, scope="a/u1")
-    g.add_episode(2, "我们用 Redis 做缓存，张三负责后端。", 200, scope="a/u1")
-    g.add_episode(3, "Bob prefers Podman.", 300, scope="a/u2")
-    g.add_fact("database", "PostgreSQL", scope="a/u1", timestamp=400)
+    g.add_episode(1, "Alice works at Acme Corp and uses Docker, port 8080.", 100, agent_id="a", user_id="u1")
+    g.add_episode(2, "我们用 Redis 做缓存，张三负责后端。", 200, agent_id="a", user_id="u1")
+    g.add_episode(3, "Bob prefers Podman.", 300, agent_id="a", user_id="u2")
+    g.add_fact("database", "PostgreSQL", agent_id="a", user_id="u1", timestamp=400)
     return g
 
 
@@ -498,14 +498,14 @@ def test_encode_decode_round_trip() -> None:
     h = MemoryGraph.decode(data)
     assert h == g and h.encode() == data
     assert h.entities() == g.entities() and h.relations() == g.relations()
-    assert h.neighbours("redis", scope="a/u1") == g.neighbours("redis", scope="a/u1")
+    assert h.neighbours("redis", agent_id="a", user_id="u1") == g.neighbours("redis", agent_id="a", user_id="u1")
     assert h.to_text() == g.to_text()
     # the indexes are rebuilt: removal and replacement behave as on the original
     g.remove_sources([2])
     h.remove_sources([2])
-    assert h == g and h.entity("张三", scope="a/u1") is None
-    g.add_fact("database", "MySQL", scope="a/u1", timestamp=500)
-    h.add_fact("database", "MySQL", scope="a/u1", timestamp=500)
+    assert h == g and h.entity("张三", agent_id="a", user_id="u1") is None
+    g.add_fact("database", "MySQL", agent_id="a", user_id="u1", timestamp=500)
+    h.add_fact("database", "MySQL", agent_id="a", user_id="u1", timestamp=500)
     assert h.encode() == g.encode()
     assert h != MemoryGraph() and MemoryGraph.decode(MemoryGraph().encode()) == MemoryGraph()
 
@@ -528,7 +528,7 @@ def test_decode_rejects_bad_bytes() -> None:
 
 def test_to_text_lists_entities_and_relations() -> None:
     g = _sample()
-    text = g.to_text(scope="a/u1")
+    text = g.to_text(agent_id="a", user_id="u1")
     assert text.startswith("[a/u1] ")
     assert "a/u2" not in text and "Podman" not in text
     assert "Alice (person) x1, episodes 1" in text
@@ -538,8 +538,8 @@ def test_to_text_lists_entities_and_relations() -> None:
     assert text.index("-[works_at]->") < text.index("-[mentioned_with]->")  # statements first
     everything = g.to_text()
     assert "[a/u1]" in everything and "[a/u2]" in everything and "Bob -[prefers]-> Podman" in everything
-    assert g.to_text(scope="nobody/here") == "[nobody/here] (empty)"
-    sub = g.neighbours("Alice", scope="a/u1").to_text()
+    assert g.to_text(agent_id="nobody", user_id="here") == "[nobody/here] (empty)"
+    sub = g.neighbours("Alice", agent_id="a", user_id="u1").to_text()
     assert sub.startswith("[a/u1] around Alice (depth 1)") and "Acme Corp" in sub
 
 
@@ -551,11 +551,11 @@ def test_draw_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     g = _sample()
     out = tmp_path / "graph.png"
-    g.draw(out, scope="a/u1")
+    g.draw(out, agent_id="a", user_id="u1")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
     near = tmp_path / "near.png"
-    g.draw(near, scope="a/u1", entity="Redis", depth=1)
+    g.draw(near, agent_id="a", user_id="u1", entity="Redis", depth=1)
     assert near.read_bytes()[:4] == b"\x89PNG"
     empty = tmp_path / "empty.png"
     MemoryGraph().draw(empty)
@@ -609,7 +609,7 @@ def test_llm_extractor_valid_json() -> None:
         )
 
     g = MemoryGraph(extractor=fake)
-    e, r = g.add_episode(1, "Alice works for Acme. Rust everywhere.", 5, scope=S)
+    e, r = g.add_episode(1, "Alice works for Acme. Rust everywhere.", 5, **S)
     assert seen == ["Alice works for Acme. Rust everywhere."]
     assert [(x.name, x.type) for x in e] == [
         ("Alice", "person"),
@@ -629,8 +629,8 @@ def test_llm_extractor_valid_json() -> None:
 
 def test_llm_extractor_mapping_reply() -> None:
     g = MemoryGraph(extractor=lambda text: {"entities": ["张三", "后端"], "relations": [["张三", "负责", "后端"]]})
-    g.add_episode(1, "张三负责后端", 0, scope=S)
-    assert stated(g.relations(scope=S)) == [("张三", "responsible_for", "后端")]
+    g.add_episode(1, "张三负责后端", 0, **S)
+    assert stated(g.relations(**S)) == [("张三", "responsible_for", "后端")]
 
 
 @pytest.mark.parametrize(
@@ -662,22 +662,22 @@ def test_llm_extractor_mapping_reply() -> None:
 def test_llm_extractor_malformed_output(reply: object, message: str) -> None:
     g = MemoryGraph(extractor=lambda text: reply)
     with pytest.raises(GraphExtractionError, match=message) as info:
-        g.add_episode(1, "Alice", 0, scope=S)
+        g.add_episode(1, "Alice", 0, **S)
     assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
     assert len(g) == 0  # nothing half-added
 
 
 def test_llm_extractor_errors_propagate_and_keep_the_old_episode() -> None:
     g = MemoryGraph()
-    g.add_episode(1, "Alice uses Docker", 0, scope=S)
+    g.add_episode(1, "Alice uses Docker", 0, **S)
 
     def broken(text: str) -> str:
         raise TimeoutError("model timed out")
 
     g.extractor = broken
     with pytest.raises(TimeoutError):
-        g.add_episode(1, "Bob uses Podman", 1, scope=S)
-    assert [e.name for e in g.entities(scope=S)] == ["Alice", "Docker"]
+        g.add_episode(1, "Bob uses Podman", 1, **S)
+    assert [e.name for e in g.entities(**S)] == ["Alice", "Docker"]
 
 
 def test_parse_extraction_counts_mentions() -> None:
@@ -712,13 +712,13 @@ def test_removal_equals_never_having_added(adds: list[tuple[int, int, int]], rem
     g = MemoryGraph()
     last: dict[int, tuple[int, int]] = {}
     for eid, text, ts in adds:
-        g.add_episode(eid, POOL[text], ts, scope=S)
+        g.add_episode(eid, POOL[text], ts, **S)
         last[eid] = (text, ts)
     g.remove_sources(removed)
     fresh = MemoryGraph()
     for eid, (text, ts) in last.items():
         if eid not in removed:
-            fresh.add_episode(eid, POOL[text], ts, scope=S)
+            fresh.add_episode(eid, POOL[text], ts, **S)
 
     def view(m: MemoryGraph) -> tuple[Any, Any]:
         es = sorted((e.name.casefold(), e.mentions, e.sources, e.first_seen, e.last_seen) for e in m.entities())
@@ -735,11 +735,11 @@ def test_details_false_and_out_of_order_ids() -> None:
     """``details=False`` skips the snapshots, not the work; provenance stays in id order."""
     full, bare = MemoryGraph(), MemoryGraph()
     for eid in (5, 2, 9, 1):
-        full.add_episode(eid, "Alice uses Docker", eid * 10, scope=S)
-        assert bare.add_episode(eid, "Alice uses Docker", eid * 10, scope=S, details=False) == ([], [])
+        full.add_episode(eid, "Alice uses Docker", eid * 10, **S)
+        assert bare.add_episode(eid, "Alice uses Docker", eid * 10, **S, details=False) == ([], [])
     assert full == bare
-    docker = bare.entity("docker", scope=S)
+    docker = bare.entity("docker", **S)
     assert docker is not None and (docker.sources, docker.first_seen, docker.last_seen) == ([1, 2, 5, 9], 10, 90)
     # an episode that names nothing adds no scope
-    bare.add_episode(10, "ok, thanks", 0, scope="other/u")
-    assert bare.scopes() == [S]
+    bare.add_episode(10, "ok, thanks", 0, agent_id="other", user_id="u")
+    assert bare.scopes() == ["default/u1"]

@@ -43,7 +43,7 @@ def test_a_store_of_the_first_format_opens_with_everything(tmp_path: Path) -> No
         assert hit.episode.text.startswith("Started the Node service") and hit.explain["accesses"] == 1
         mem.perceptual.register("colour", Colour())
         assert [r.caption for r in mem.perceptual.records(user_id="u1")] == ["a red mug"]
-        assert any(e.name.lower() == "docker" for e in mem.graph.entities(scope="default/u1"))
+        assert any(e.name.lower() == "docker" for e in mem.graph.entities(user_id="u1"))
         assert mem.pending_reflection() == []
         mem.retain("A new episode after the upgrade", user_id="u1")
         mem.checkpoint()

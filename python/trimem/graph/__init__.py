@@ -17,20 +17,20 @@ of ``{"entities": [...], "relations": [...]}`` instead, validated item by item. 
 such as ``"agent/user"``) never mix: every entity and relation belongs to exactly one.
 
 >>> g = MemoryGraph()
->>> ents, rels = g.add_episode(1, "Alice uses Docker and PostgreSQL.", 0, scope="default/u1")
+>>> ents, rels = g.add_episode(1, "Alice uses Docker and PostgreSQL.", 0, user_id="u1")
 >>> [(e.name, e.type) for e in ents]
 [('Alice', 'person'), ('Docker', 'tech'), ('PostgreSQL', 'tech')]
 >>> [(r.subject, r.predicate, r.object) for r in rels if r.predicate != "mentioned_with"]
 [('Alice', 'uses', 'Docker'), ('Alice', 'uses', 'PostgreSQL')]
->>> _ = g.add_episode(2, "我们用 Redis 做缓存，张三负责后端。", 1, scope="default/u1")
->>> g.add_fact("database", "postgres", scope="default/u1", timestamp=2)
->>> [(r.subject, r.predicate, r.object) for r in g.relations(scope="default/u1", entity="PostgreSQL")
+>>> _ = g.add_episode(2, "我们用 Redis 做缓存，张三负责后端。", 1, user_id="u1")
+>>> g.add_fact("database", "postgres", user_id="u1", timestamp=2)
+>>> [(r.subject, r.predicate, r.object) for r in g.relations(user_id="u1", entity="PostgreSQL")
 ...  if r.predicate != "mentioned_with"]
 [('Alice', 'uses', 'PostgreSQL'), ('user', 'database', 'PostgreSQL')]
->>> [e.name for e in g.neighbours("redis", scope="default/u1").entities]
+>>> [e.name for e in g.neighbours("redis", user_id="u1").entities]
 ['Redis', '缓存', 'team', '后端', '张三']
 >>> g.remove_sources([2])
->>> g.entities(scope="default/u1", type="person")[0].name
+>>> g.entities(user_id="u1", type="person")[0].name
 'Alice'
 >>> MemoryGraph.decode(g.encode()) == g
 True

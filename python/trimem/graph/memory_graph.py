@@ -8,7 +8,8 @@ from pathlib import Path
 
 import msgspec
 
-from trimem.errors import InvalidArgumentError, StoreCorruptedError, StoreVersionError
+from trimem._checks import shown
+from trimem.errors import ArgumentTypeError, InvalidArgumentError, StoreCorruptedError, StoreVersionError
 from trimem.graph.drawing import render
 from trimem.graph.extraction import SPEAKERS, extract, fact_value_type, parse_extraction
 from trimem.graph.records import (
@@ -33,6 +34,7 @@ from trimem.graph.state import (
     Support,
     sorted_rec,
 )
+from trimem.scope import episode_namespace
 from trimem.text.mentions import MAX_NAME_CHARS, classify, display_name, entity_key
 from trimem.text.products import canonical_name
 from trimem.timeutil import TimeLike, to_micros
@@ -42,11 +44,24 @@ __all__ = ["MemoryGraph"]
 _SELF_TYPES = {"user": "user", "assistant": "user", "team": "group"}
 
 
-def _check_scope(scope: object) -> str:
-    if not isinstance(scope, str) or not scope or not scope.isprintable():
-        shown = repr(scope) if isinstance(scope, str) else type(scope).__name__  # a huge int has no repr
-        raise InvalidArgumentError(f"scope must be a non-empty printable string, got {shown}")
-    return scope
+def _scope_of(user_id: object, agent_id: object) -> str:
+    """The graph's key for one user of one agent (the memory's namespace, "agent/user")."""
+    return episode_namespace(agent_id, user_id)  # type: ignore[arg-type]  # checked there
+
+
+def _maybe_scope(user_id: object, agent_id: object) -> str | None:
+    """One user's scope, or None (every scope) without a user."""
+    return None if user_id is None else _scope_of(user_id, agent_id)
+
+
+def _name(what: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{what} must be a string, got {shown(value)}")
+    return value
+
+
+def _optional_name(what: str, value: object) -> str | None:
+    return None if value is None else _name(what, value)
 
 
 class MemoryGraph:
@@ -71,7 +86,8 @@ class MemoryGraph:
         text: str,
         timestamp: TimeLike,
         *,
-        scope: str,
+        user_id: str,
+        agent_id: str = "default",
         role: str = "user",
         details: bool = True,
     ) -> tuple[list[Entity], list[Relation]]:
@@ -83,8 +99,8 @@ class MemoryGraph:
         provenance of what the episode touched; ``details=False`` returns ``([], [])`` instead —
         for bulk loads and log replay, where an entity in thousands of episodes is touched often."""
         if isinstance(episode_id, bool) or not isinstance(episode_id, int):
-            raise InvalidArgumentError(f"episode_id must be an int, got {episode_id!r}")
-        _check_scope(scope)
+            raise InvalidArgumentError(f"episode_id must be an int, got {shown(episode_id)}")
+        scope = _scope_of(user_id, agent_id)
         ts = to_micros(timestamp)
         if not isinstance(text, str):
             raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}")
@@ -131,15 +147,24 @@ class MemoryGraph:
         sc.support(rk, Support(w, ts), episode=episode_id)
         touched[rk] = None
 
-    def add_fact(self, key: str, value: str, *, scope: str, timestamp: TimeLike, subject: str = "user") -> None:
+    def add_fact(
+        self,
+        key: str,
+        value: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        timestamp: TimeLike,
+        subject: str = "user",
+    ) -> None:
         """Records fact ``key → value`` as the relation ``(subject, key, value)``; a key set again
         replaces its previous value (only the newest value of a fact is in the graph). A known
         product is named canonically ("postgres" → PostgreSQL); names are cut at 80 characters."""
-        _check_scope(scope)
+        scope = _scope_of(user_id, agent_id)
         ts = to_micros(timestamp)
         for what, v in (("key", key), ("value", value), ("subject", subject)):
             if not isinstance(v, str) or not display_name(v):
-                raise InvalidArgumentError(f"a fact {what} must be a non-empty string, got {v!r}")
+                raise InvalidArgumentError(f"a fact {what} must be a non-empty string, got {shown(v)}")
         pred = display_name(key)
         subj, obj = (
             canonical_name(display_name(subject))[:MAX_NAME_CHARS],
@@ -157,17 +182,22 @@ class MemoryGraph:
                     sc.support(k, Support(1.0, ts), fact=pred)
             self._prune(scope)
 
-    def remove_fact(self, key: str, *, scope: str) -> None:
+    def remove_fact(self, key: str, *, user_id: str, agent_id: str = "default") -> None:
         """Drops what fact `key` alone supported (the fact was deleted)."""
+        scope = _scope_of(user_id, agent_id)
+        key = _name("key", key)
         with self._lock:
-            sc = self._scopes.get(_check_scope(scope))
+            sc = self._scopes.get(scope)
             if sc is not None:
                 sc.drop(fact=display_name(key))
                 self._prune(scope)
 
-    def remove_sources(self, episode_ids: Iterable[int], *, scope: str | None = None) -> None:
+    def remove_sources(
+        self, episode_ids: Iterable[int], *, user_id: str | None = None, agent_id: str = "default"
+    ) -> None:
         """Forgets episodes: entities and relations only they supported go, shared ones lose
-        their mentions and weight. ``scope`` limits the removal to one scope."""
+        their mentions and weight. ``user_id`` limits the removal to that user's scope."""
+        scope = _maybe_scope(user_id, agent_id)
         ids = [episode_ids] if isinstance(episode_ids, int) else list(episode_ids)
         with self._lock:
             for eid in ids:
@@ -190,7 +220,9 @@ class MemoryGraph:
         if sc is not None and not sc.entities:
             del self._scopes[name]
 
-    def clear(self, *, scope: str | None = None) -> None:
+    def clear(self, *, user_id: str | None = None, agent_id: str = "default") -> None:
+        """Forgets one user's scope, or (without a user) everything."""
+        scope = _maybe_scope(user_id, agent_id)
         with self._lock:
             if scope is None:
                 self._scopes.clear()
@@ -211,7 +243,7 @@ class MemoryGraph:
     def _selected(self, scope: str | None) -> list[tuple[str, Scope]]:
         if scope is None:
             return sorted(self._scopes.items())
-        sc = self._scopes.get(_check_scope(scope))
+        sc = self._scopes.get(scope)
         return [(scope, sc)] if sc is not None else []
 
     def _entity(self, name: str, sc: Scope, key: str) -> Entity:
@@ -233,15 +265,22 @@ class MemoryGraph:
         alias = entity_key(canonical_name(display_name(name)))
         return alias if alias in sc.entities else None
 
-    def entity(self, name: str, *, scope: str) -> Entity | None:
-        """One entity by name (any case, or a product alias such as "postgres"), or None."""
+    def entity(self, name: str, *, user_id: str, agent_id: str = "default") -> Entity | None:
+        """One entity of a user by name (any case, or a product alias such as "postgres"), or None."""
+        scope = _scope_of(user_id, agent_id)
+        name = _name("name", name)
         with self._lock:
-            sc = self._scopes.get(_check_scope(scope))
+            sc = self._scopes.get(scope)
             k = self._resolve(sc, name) if sc else None
             return self._entity(scope, sc, k) if sc and k else None
 
-    def entities(self, *, scope: str | None = None, type: str | None = None) -> list[Entity]:
-        """Entities, most mentioned first (then by name); all scopes when `scope` is None."""
+    def entities(
+        self, *, user_id: str | None = None, agent_id: str = "default", type: str | None = None
+    ) -> list[Entity]:
+        """A user's entities (everyone's without a user), most mentioned first, then by name."""
+        return self._entities(_maybe_scope(user_id, agent_id), _optional_name("type", type))
+
+    def _entities(self, scope: str | None, type: str | None) -> list[Entity]:
         with self._lock:
             # Sorted by the stored keys: re-keying every display name would cost more than the rest.
             out = [
@@ -254,10 +293,19 @@ class MemoryGraph:
         return [e for _, _, e in out]
 
     def relations(
-        self, *, scope: str | None = None, entity: str | None = None, predicate: str | None = None
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str = "default",
+        entity: str | None = None,
+        predicate: str | None = None,
     ) -> list[Relation]:
-        """Relations, statements before co-occurrence, heaviest first; `entity` keeps those
-        touching it (as subject or object)."""
+        """A user's relations (everyone's without a user), statements before co-occurrence,
+        heaviest first; `entity` keeps those touching it (as subject or object)."""
+        scope = _maybe_scope(user_id, agent_id)
+        return self._relations(scope, _optional_name("entity", entity), _optional_name("predicate", predicate))
+
+    def _relations(self, scope: str | None, entity: str | None, predicate: str | None) -> list[Relation]:
         with self._lock:
             found: list[tuple[str, Scope, RKey]] = []
             for name, sc in self._selected(scope):
@@ -276,22 +324,29 @@ class MemoryGraph:
         rels.sort(key=lambda t: (t[0], t[1][1] == MENTIONED_WITH, -t[2].weight, t[1]))
         return [r for _, _, r in rels]
 
-    def neighbours(self, entity: str, *, scope: str, depth: int = 1, limit: int = 50) -> Subgraph:
-        """The entities within `depth` hops of `entity` (BFS; at each step the heaviest links
-        first, then by name) — at most `limit`, the entity included — and their relations."""
+    def neighbours(
+        self, entity: str, *, user_id: str, agent_id: str = "default", depth: int = 1, limit: int = 50
+    ) -> Subgraph:
+        """The entities within `depth` hops of `entity` in a user's graph (BFS; at each step the
+        heaviest links first, then by name) — at most `limit`, the entity included — and their
+        relations."""
+        scope = _scope_of(user_id, agent_id)
+        entity = _name("entity", entity)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            raise InvalidArgumentError(f"depth must be an int >= 0, got {depth!r}")
+            raise InvalidArgumentError(f"depth must be an int >= 0, got {shown(depth)}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidArgumentError(f"limit must be an int >= 1, got {limit!r}")
+            raise InvalidArgumentError(f"limit must be an int >= 1, got {shown(limit)}")
         with self._lock:
-            sc = self._scopes.get(_check_scope(scope))
+            sc = self._scopes.get(scope)
             start = self._resolve(sc, entity) if sc else None
             if sc is None or start is None:
                 return Subgraph(entity, scope, depth, [], [])
             order = [start]
             seen = {start}
             frontier = [start]
-            for _ in range(depth):
+            for _ in range(min(depth, len(sc.entities))):  # no walk is longer than the graph
+                if not frontier:
+                    break
                 nxt: list[str] = []
                 for k in frontier:
                     weights: dict[str, float] = {}
@@ -313,15 +368,16 @@ class MemoryGraph:
                 self._ordered((scope, sc, rk) for rk in rels),
             )
 
-    def to_text(self, *, scope: str | None = None) -> str:
-        """A readable listing: per scope its entities, then its relations."""
+    def to_text(self, *, user_id: str | None = None, agent_id: str = "default") -> str:
+        """A readable listing: per scope (a user's, or everyone's) its entities, then its relations."""
+        scope = _maybe_scope(user_id, agent_id)
         with self._lock:
             selected = self._selected(scope)
             if not selected:
                 return "(the memory graph is empty)" if scope is None else f"[{scope}] (empty)"
             lines = []
             for name, _sc in selected:
-                ents, rels = self.entities(scope=name), self.relations(scope=name)
+                ents, rels = self._entities(name, None), self._relations(name, None, None)
                 lines.append(f"[{name}] {len(ents)} entities, {len(rels)} relations")
                 lines += listing(ents, rels)
             return "\n".join(lines)
@@ -386,29 +442,29 @@ class MemoryGraph:
 
     # -- drawing ------------------------------------------------------------------------------
 
-    # -- drawing ------------------------------------------------------------------------------
-
     def draw(
         self,
         path: str | Path,
         *,
-        scope: str | None = None,
+        user_id: str | None = None,
+        agent_id: str = "default",
         entity: str | None = None,
         depth: int = 1,
         limit: int = 200,
     ) -> None:
-        """Draws the graph (or the neighbourhood of `entity`, which needs `scope`) to a PNG or
-        SVG file, by suffix. Needs networkx and matplotlib: ``pip install 'trimem[graph]'``."""
+        """Draws a user's graph (everyone's without a user; the neighbourhood of `entity`, which
+        needs the user) to a PNG or SVG file, by suffix. Needs networkx and matplotlib:
+        ``pip install 'trimem[graph]'``."""
         target = Path(path)
         fmt = target.suffix.casefold().lstrip(".")
         if fmt not in ("png", "svg"):
             raise InvalidArgumentError(f"draw writes .png or .svg files, got {str(path)!r}")
         if entity is not None:
-            if scope is None:
-                raise InvalidArgumentError("draw(entity=...) needs a scope")
-            sub = self.neighbours(entity, scope=scope, depth=depth, limit=limit)
+            if user_id is None:
+                raise InvalidArgumentError("draw(entity=...) needs a user_id")
+            sub = self.neighbours(entity, user_id=user_id, agent_id=agent_id, depth=depth, limit=limit)
             ents, rels = sub.entities, sub.relations
         else:
-            ents = self.entities(scope=scope)[:limit]
-            rels = self.relations(scope=scope)
+            ents = self.entities(user_id=user_id, agent_id=agent_id)[:limit]
+            rels = self.relations(user_id=user_id, agent_id=agent_id)
         render(target, fmt, ents, rels)

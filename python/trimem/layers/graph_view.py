@@ -49,11 +49,11 @@ class GraphView:
         g = self.graph
         g.remove_sources(op.episode_ids)
         for a, u in op.users:
-            g.clear(scope=f"{a}/{u}")
+            g.clear(user_id=u, agent_id=a)
         users, keys = set(map(tuple, op.users)), set(map(tuple, op.facts))
         for a, u, key in [fk for fk in self._facts if fk[:2] in users or fk in keys]:
             if (a, u) not in users:
-                g.remove_fact(key, scope=f"{a}/{u}")
+                g.remove_fact(key, user_id=u, agent_id=a)
             del self._facts[(a, u, key)]
 
     # -- reading what is new ------------------------------------------------------------------------
@@ -62,13 +62,13 @@ class GraphView:
         """Adds the episodes and fact changes since the last read; returns the graph."""
         g = self.graph
         for e in backend.new_episodes(self.cursor):
-            g.add_episode(e.id, e.text, e.timestamp, scope=f"{e.agent_id}/{e.user_id}", role=e.role, details=False)
+            g.add_episode(e.id, e.text, e.timestamp, user_id=e.user_id, agent_id=e.agent_id, role=e.role, details=False)
         self.cursor = max(self.cursor, backend.last_id)
         current = {(a, u, f.key): f for a, u, f in backend.facts()}
         for (a, u, key), fact in current.items():
             if self._facts.get((a, u, key)) != fact.value:
-                g.add_fact(key, fact.value, scope=f"{a}/{u}", timestamp=fact.updated_at)
+                g.add_fact(key, fact.value, user_id=u, agent_id=a, timestamp=fact.updated_at)
         for a, u, key in set(self._facts) - set(current):
-            g.remove_fact(key, scope=f"{a}/{u}")
+            g.remove_fact(key, user_id=u, agent_id=a)
         self._facts = {fk: f.value for fk, f in current.items()}
         return g

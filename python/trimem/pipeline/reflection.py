@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from trimem._backend.ops import OpCursor
-from trimem._checks import check_callable
+from trimem._checks import check_callable, shown
 from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import Extractor, RuleExtractor
@@ -97,8 +97,10 @@ class Reflector:
     """A background thread that reflects for every user with new episodes, every `interval` s."""
 
     def __init__(self, reflection: Reflection, *, interval: float, extractor: Extractor | None) -> None:
-        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not interval > 0:
-            raise InvalidArgumentError(f"interval must be positive seconds, got {interval!r}")
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not 0 < interval < 1e9:
+            raise InvalidArgumentError(f"interval must be positive seconds, got {shown(interval)}")
+        if extractor is not None:
+            check_callable("extractor", extractor)
         self._reflect, self._interval, self._extractor = reflection, float(interval), extractor
         self._stop = threading.Event()
         self.runs = 0
