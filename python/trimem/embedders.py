@@ -669,8 +669,9 @@ class PrecomputedEncoder:
         return f"PrecomputedEncoder({self._name!r}, {self._dim})"
 
     def __call__(self, items: list[Any], /) -> Vectors:
-        return (
-            np.asarray(items, dtype=np.float32).reshape(len(items), -1)
-            if items
-            else np.zeros((0, self._dim), np.float32)
-        )
+        if not items:
+            return np.zeros((0, self._dim), np.float32)
+        try:
+            return np.asarray(items, dtype=np.float32).reshape(len(items), -1)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise DTypeError(f"{self._name}: each item must be a sequence of {self._dim} numbers ({e})") from None

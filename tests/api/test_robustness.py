@@ -807,8 +807,16 @@ def memory_calls(root: Path, export_file: Path) -> list[Call]:
             {**who, "modality": None, "time_range": None},
         ),
         Call("PerceptualMemory.delete", lambda m, **kw: m.perceptual.delete(**kw), {"ids": [], **who}),
-        Call("MemoryGraph.entity", lambda m, **kw: m.graph.entity(**kw), {"name": "docker", "user_id": "u1", "agent_id": "default"}),
-        Call("MemoryGraph.entities", lambda m, **kw: m.graph.entities(**kw), {"user_id": None, "agent_id": "default", "type": None}),
+        Call(
+            "MemoryGraph.entity",
+            lambda m, **kw: m.graph.entity(**kw),
+            {"name": "docker", "user_id": "u1", "agent_id": "default"},
+        ),
+        Call(
+            "MemoryGraph.entities",
+            lambda m, **kw: m.graph.entities(**kw),
+            {"user_id": None, "agent_id": "default", "type": None},
+        ),
         Call(
             "MemoryGraph.relations",
             lambda m, **kw: m.graph.relations(**kw),
