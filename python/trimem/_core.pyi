@@ -151,6 +151,7 @@ class HybridIndex:
     ) -> npt.NDArray[np.uint64]: ...
     def bm25_score(self, text: str, id: int) -> float: ...
     def doc_freq(self, term: str) -> int: ...
+    def bm25_floor(self, text: str, share: float) -> float: ...
     def stats(self) -> dict[str, int | float | str | None]: ...
     def search(
         self,
@@ -170,7 +171,7 @@ class HybridIndex:
         min_cosine: float | None = None,
         half_life: float | None = None,
         now: int | None = None,
-        decay_weight: float = 0.005,
+        decay_weight: float = 0.0005,
         importance_weight: float = 0.0,
         reinforce_step: float = 0.1,
         reinforce_cap: float = 0.5,

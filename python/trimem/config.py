@@ -20,7 +20,6 @@ import numpy as np
 from trimem.errors import InvalidArgumentError
 
 __all__ = [
-    "BM25_K1",
     "CHECKPOINT_BYTES",
     "DAY_US",
     "LAYERS",
@@ -39,8 +38,6 @@ MAX_BATCH: Final = 20_000
 """A retain batch beyond this lands as several log records (each atomic on its own)."""
 CHECKPOINT_BYTES: Final = 64 << 20
 """Log size at which the embedded store writes a snapshot (a reopen replays at most this)."""
-BM25_K1: Final = 1.2
-"""The engine's BM25 k1 (HybridIndex's default), used to scale the keyword floor."""
 MIN_BM25_SHARE: Final = 0.3
 """Keyword floor: this share of what an average document holding each query term once scores."""
 MIN_COSINE: Final = 0.3

@@ -308,7 +308,7 @@ pub mod arg {
         after_bytes at b decay_from_use decay_weight dedup dim durability ef_construction
         exact_threshold half_life id importance_weight indexes k1 kind m max_text_bytes metric
         min_bm25 min_cosine missing_ok mode name namespace now partition_by_namespace path payload
-        payloads reinforce reinforce_cap reinforce_step rrf_k seed session sessions state stem
+        payloads reinforce reinforce_cap reinforce_step rrf_k seed session sessions share state stem
         stopwords term text threads ticket time_range times upsert weights
     }
 

@@ -362,6 +362,17 @@ impl HybridIndex {
         self.read(py, |e| e.doc_freq(term))
     }
 
+    /// `share` of the BM25 score a record of average length holding each known term of `text`
+    /// once would get (the keyword floor of `Memory`'s searches).
+    fn bm25_floor(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arg::text)] text: &str,
+        #[pyo3(from_py_with = arg::share)] share: f32,
+    ) -> f32 {
+        self.read(py, |e| e.bm25_floor(text, share))
+    }
+
     /// Counts, tombstones and bytes used.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.read(py, |e| e.stats());
@@ -391,7 +402,7 @@ impl HybridIndex {
     #[pyo3(signature = (text = None, vector = None, *, k = 10, time_range = None, namespace = None,
                         session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = None,
                         window = None, min_bm25 = None, min_cosine = None, half_life = None, now = None,
-                        decay_weight = 0.005, importance_weight = 0.0, reinforce_step = 0.1,
+                        decay_weight = 0.0005, importance_weight = 0.0, reinforce_step = 0.1,
                         reinforce_cap = 0.5, decay_from_use = true))]
     #[allow(clippy::too_many_arguments)]
     fn search(

@@ -415,20 +415,18 @@ def test_memory_graph_follows_episodes_facts_and_forgets(tmp_path) -> None:
         mem.retain("Bob uses MongoDB", user_id="v")
         mem.facts.set("editor", "vim", user_id="u")
         g = mem.graph
-        names = {e.name for e in g.entities(scope="default/u")}
+        names = {e.name for e in g.entities(user_id="u")}
         assert {"Alice", "PostgreSQL", "Redis", "Vim"} <= names and "Bob" not in names
-        assert ("Alice", "uses", "PostgreSQL") in {
-            (r.subject, r.predicate, r.object) for r in g.relations(scope="default/u")
-        }
+        assert ("Alice", "uses", "PostgreSQL") in {(r.subject, r.predicate, r.object) for r in g.relations(user_id="u")}
         mem.retain("Alice prefers Grafana dashboards", user_id="u")  # picked up on the next read
         mem.facts.set("editor", "helix", user_id="u")
-        names = {e.name for e in mem.graph.entities(scope="default/u")}
+        names = {e.name for e in mem.graph.entities(user_id="u")}
         assert "Grafana" in names and "Helix" in {n.title() for n in names} and "Vim" not in names
         mem.forget([a.id], user_id="u")
-        assert "PostgreSQL" not in {e.name for e in mem.graph.entities(scope="default/u")}
+        assert "PostgreSQL" not in {e.name for e in mem.graph.entities(user_id="u")}
         mem.checkpoint()
     with Memory(tmp_path / "m", embedder=None) as mem:
-        names = {e.name for e in mem.graph.entities(scope="default/u")}
+        names = {e.name for e in mem.graph.entities(user_id="u")}
         assert "Grafana" in names and "PostgreSQL" not in names
         mem.forget(user_id="v", everything=True)
         assert "default/v" not in mem.graph.scopes()

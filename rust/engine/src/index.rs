@@ -886,6 +886,25 @@ impl HybridIndex {
         self.bm25.doc_freq(term)
     }
 
+    /// `share` of the BM25 score a record of average length holding each known term of `text`
+    /// once would get: `share · Σ idf / (1 + k1)` over the distinct terms. A floor relative to
+    /// the query's own idf mass means the same in a tiny index and a huge one.
+    pub fn bm25_floor(&self, text: &str, share: f32) -> f32 {
+        if self.records.is_empty() || !(share > 0.0) || !share.is_finite() {
+            return 0.0;
+        }
+        let mut terms = self.tokenizer.tokenize(text);
+        terms.sort_unstable();
+        terms.dedup();
+        let mass: f64 = terms
+            .iter()
+            .map(|t| self.bm25.doc_freq(t))
+            .filter(|&df| df > 0)
+            .map(|df| self.bm25.idf(df))
+            .sum();
+        (f64::from(share) * mass / (1.0 + f64::from(self.config.bm25.k1))) as f32
+    }
+
     pub fn stats(&self) -> Stats {
         Stats {
             records: self.records.len(),

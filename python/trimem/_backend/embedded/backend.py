@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,8 +38,8 @@ from trimem._backend.ops import (
     OpWorking,
 )
 from trimem._checks import check_path
-from trimem._core import Hits, HybridIndex, tokenize
-from trimem.config import BM25_K1, CHECKPOINT_BYTES, explain
+from trimem._core import Hits, HybridIndex
+from trimem.config import CHECKPOINT_BYTES, explain
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
     Durability,
@@ -505,25 +504,10 @@ class EmbeddedBackend:
             time_range=q.time_range,
             session=q.session,
             mode=mode,
-            min_bm25=self._bm25_floor(index, q.text, q.floors.bm25_share),
+            min_bm25=index.bm25_floor(q.text, q.floors.bm25_share),
             min_cosine=q.floors.cosine,
             **policy.search_terms(layer, q.now),
         )
-
-    @staticmethod
-    def _bm25_floor(index: HybridIndex, text: str, share: float) -> float:
-        """The least BM25 score a hit needs: `share` of what a document of average length
-        holding each known query term once would score. Relative to the query's own idf mass,
-        so it means the same in a tiny store and a huge one."""
-        n = len(index)
-        if n == 0 or share <= 0:
-            return 0.0
-        mass = 0.0
-        for term in set(tokenize(text)):
-            df = index.doc_freq(term)
-            if df:
-                mass += math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        return share * mass / (1.0 + BM25_K1)
 
     @staticmethod
     def _strong(hits: Hits, q: Query) -> list[int]:
