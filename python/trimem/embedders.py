@@ -439,9 +439,8 @@ class MiniLMEmbedder:
 # ---------------------------------------------------------------------------
 
 
-class _Wrapper:
-    """What the third-party wrappers share: name, dim, repr and the checked call. A subclass
-    sets ``_name`` and ``_dim`` and implements ``_raw``."""
+class _Model:
+    """A model's ``name`` and ``dim``, read-only (a subclass sets ``_name`` and ``_dim``)."""
 
     _name: str
     _dim: int
@@ -453,6 +452,11 @@ class _Wrapper:
     @property
     def dim(self) -> int:
         return self._dim
+
+
+class _Wrapper(_Model):
+    """What the third-party wrappers share: repr and the checked call. A subclass sets
+    ``_name`` and ``_dim`` and implements ``_raw``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r}, dim={self._dim})"
@@ -518,7 +522,7 @@ class LangChainEmbedder(_Wrapper):
         return _l2_normalise(out) if self.normalize else out
 
 
-class _CheckedEmbedder:
+class _CheckedEmbedder(_Model):
     """A user's embedder with its output validated (dtype, shape, finite, non-zero)."""
 
     def __init__(self, inner: Any) -> None:
@@ -527,14 +531,6 @@ class _CheckedEmbedder:
         self._dim = int(inner.dim)
         if self._dim < 1:
             raise EmbedderError(f"embedder {self._name!r} has dim {self._dim}")
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def __repr__(self) -> str:
         return f"<checked {self.inner!r}>"
@@ -645,7 +641,7 @@ class Encoder(Protocol):
     def __call__(self, items: list[Any], /) -> Vectors: ...
 
 
-class PrecomputedEncoder:
+class PrecomputedEncoder(_Model):
     """An encoder for items that already are vectors (from a model run elsewhere): each item is
     a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
     them, so vectors of two models never share a space unnoticed.
@@ -656,14 +652,6 @@ class PrecomputedEncoder:
 
     def __init__(self, name: str, dim: int) -> None:
         self._name, self._dim = str(name), int(dim)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def __repr__(self) -> str:
         return f"PrecomputedEncoder({self._name!r}, {self._dim})"
