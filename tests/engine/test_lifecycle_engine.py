@@ -86,9 +86,10 @@ def test_decay_runs_from_last_use_unless_told_otherwise() -> None:
     hits = idx.search("billing", k=2, mode="bm25", half_life=30 * DAY, now=now)
     assert hits.decay.tolist() == pytest.approx([0.5, 0.5])
     idx.touch([2], now)
-    hits = idx.search("billing", k=2, mode="bm25", half_life=30 * DAY, now=now)
+    # A weight large enough to outweigh the two records' small difference in BM25 (length).
+    hits = idx.search("billing", k=2, mode="bm25", half_life=30 * DAY, now=now, decay_weight=0.005)
     assert dict(zip(hits.ids.tolist(), hits.decay.tolist())) == pytest.approx({1: 0.5, 2: 1.0})
-    assert hits.ids.tolist()[0] == 2  # the fresh one wins the tie on relevance
+    assert hits.ids.tolist()[0] == 2  # the fresh one wins
     hits = idx.search("billing", k=2, mode="bm25", half_life=30 * DAY, now=now, decay_from_use=False)
     assert hits.decay.tolist() == pytest.approx([0.5, 0.5])
 

@@ -890,7 +890,7 @@ impl HybridIndex {
     /// once would get: `share · Σ idf / (1 + k1)` over the distinct terms. A floor relative to
     /// the query's own idf mass means the same in a tiny index and a huge one.
     pub fn bm25_floor(&self, text: &str, share: f32) -> f32 {
-        if self.records.is_empty() || !(share > 0.0) || !share.is_finite() {
+        if self.records.is_empty() || !share.is_finite() || share <= 0.0 {
             return 0.0;
         }
         let mut terms = self.tokenizer.tokenize(text);
