@@ -69,6 +69,8 @@ def check_index(name: str, value: object) -> int | None:
 
 def check_unit(name: str, value: object, low: float = 0.0) -> float:
     """A finite number in ``[low, 1]``."""
+    if type(value) is float and low <= value <= 1.0:  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentTypeError(f"{name} must be a number, got {shown(value)}")
     if isinstance(value, int) and value.bit_length() > 64:
@@ -87,7 +89,8 @@ def check_str(name: str, value: object, *, limit: int | None = None, empty: bool
     if limit is not None and len(value) > limit:
         raise InvalidArgumentError(f"{name} has {len(value)} characters, over the limit of {limit}")
     try:
-        value.encode("utf-8")
+        if not value.isascii():  # ASCII always encodes; only the rest can hold a lone surrogate
+            value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgumentError(f"{name} holds an unpaired surrogate, which UTF-8 cannot store") from None
     return value

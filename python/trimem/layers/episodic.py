@@ -74,13 +74,15 @@ class EpisodicMemory:
         if session_id is not None:
             check_id("session_id", session_id)
         importance = check_unit("importance", importance)
-        check_str("role", role, limit=MAX_ROLE_CHARS, empty=False)
+        if not (type(role) is str and role == "user"):  # the default needs no check
+            check_str("role", role, limit=MAX_ROLE_CHARS, empty=False)
         if topic is not None:
             check_str("topic", topic, limit=MAX_TEXT_CHARS)
-        if isinstance(keywords, (str, bytes)) or not isinstance(keywords, (list, tuple)):
-            raise InvalidArgumentError(f"keywords must be a list of strings, got {shown(keywords)}")
-        for k in keywords:
-            check_str("a keyword", k, limit=MAX_TEXT_CHARS)
+        if type(keywords) is not tuple or keywords:  # the default () needs no check
+            if isinstance(keywords, (str, bytes)) or not isinstance(keywords, (list, tuple)):
+                raise InvalidArgumentError(f"keywords must be a list of strings, got {shown(keywords)}")
+            for k in keywords:
+                check_str("a keyword", k, limit=MAX_TEXT_CHARS)
         if metadata is not None:
             if not isinstance(metadata, Mapping):
                 raise InvalidArgumentError(f"metadata must be a mapping, got {shown(metadata)}")
@@ -123,7 +125,8 @@ class EpisodicMemory:
             for it in items:
                 if not isinstance(it, Mapping):
                     raise InvalidArgumentError(f"each item is a mapping with text and user_id, got {type(it).__name__}")
-                check_options(it, _ITEM_KEYS, "an episode")
+                if not _ITEM_KEYS.issuperset(it):
+                    check_options(it, _ITEM_KEYS, "an episode")
                 drafts.append(self.fields(**it))
             return self.retain_drafts(drafts, vectors)
 
@@ -141,7 +144,7 @@ class EpisodicMemory:
                 raise InvalidArgumentError(
                     f"vectors must be float32 of shape ({len(drafts)}, {dim}), got {vectors.dtype} {vectors.shape}"
                 )
-        else:
+        elif self._embed.embedder is not None:
             vectors = self._embed([search_text(Episode(id=0, **f)) for f in drafts])
         backend = self._backend
         with backend.lock:

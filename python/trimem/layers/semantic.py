@@ -143,6 +143,11 @@ class Facts:
 
     def get(self, key: str, *, user_id: str, agent_id: str = "default") -> Fact | None:
         """The current fact, or None. O(1)."""
+        try:  # the hot path: a pair seen before and a hashable key (anything else is checked below)
+            if (agent_id, user_id) in self._checked and isinstance(key, str):
+                return self._backend.fact(agent_id, user_id, key)
+        except TypeError:
+            pass
         self._scope(user_id, agent_id)
         if not isinstance(key, str):
             raise ArgumentTypeError(f"a fact key must be a string, got {shown(key)}")
