@@ -157,6 +157,24 @@ def test_turns_are_retained_one_call_each_in_order(locomo: Path) -> None:
     assert first.retains[0][0] == "Alice: I adopted a golden retriever called Biscuit."
 
 
+def test_a_library_error_scores_zero_and_is_reported(locomo: Path) -> None:
+    """A recall that raises costs that question its recall row (the others and the run go on)."""
+
+    class Failing(Memory):
+        def recall(self, query: str, **options: Any) -> Any:
+            if "sourdough" in query:
+                raise IndexError("no such group")
+            return super().recall(query, **options)
+
+    report = _run(locomo, memory_factory=lambda emb: Failing(embedder=emb))
+    assert report["errors"] == {"recall": 1, "search": 0}
+    assert report["error_messages"] == ["Memory.recall: IndexError: no such group"]
+    failed = next(q for q in report["per_question"] if q["error"])
+    assert failed["question"] == "Who mentioned sourdough?" and failed["ranks"]["recall"] == []
+    assert failed["ranks"]["bm25s"] == [0, 1]
+    assert report["results"]["bm25s"]["overall"]["recall@1"] == pytest.approx(0.7)
+
+
 def test_conversations_filter(locomo: Path) -> None:
     report = _run(locomo, conversations=["conv-b"])
     assert report["conversations"] == ["conv-b"] and report["questions"] == 2
@@ -268,6 +286,23 @@ def test_profile_runner_retains_in_order_with_its_times_then_reflects(suite: Pat
     (t0, f0), (t1, f1) = mem.retains
     assert (t0, t1) == ("My favourite editor is Vim", "We adopted a cat called Miso last spring")
     assert (f1["timestamp"] - f0["timestamp"]).days == 90 and f0["role"] == "user"
+
+
+def test_profile_runner_reports_a_library_error_as_a_failed_probe(suite: Path) -> None:
+    class Failing(Memory):
+        def recall(self, query: str, **options: Any) -> Any:
+            if "cat" in query:
+                raise IndexError("no such group")
+            return super().recall(query, **options)
+
+    report = pf.evaluate_profile(
+        [suite], embedder="hashing", progress=None, memory_factory=lambda emb: Failing(embedder=emb)
+    )
+    by_id = {r["id"]: r for r in report["probes"]}
+    assert by_id["en-d01-01"]["error"] and by_id["en-d01-01"]["why"] == "error: IndexError: no such group"
+    assert not by_id["en-d01-02"]["error"]
+    assert report["summary"][0]["errors"] == 1
+    assert "library error: IndexError: no such group" in pf.format_profile_report(report)
 
 
 def test_verdict_wants_an_expected_string_before_any_stale_one() -> None:

@@ -289,6 +289,21 @@ class _Tally:
         self.time_filtered = 0
         self.via_fact = 0
         self.ms: dict[str, list[float]] = {"retain": [], "recall": [], "search": []}
+        self.errors: dict[str, int] = {"recall": 0, "search": 0}
+        self.error_messages: dict[str, None] = {}
+
+    def guard(self, row: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`call(*args, **kwargs)`, timed; None when the library raised (counted, and the question scores 0 on
+        that row: a crash is a result worth reporting, not a reason to lose the run)."""
+        t0 = time.perf_counter()
+        try:
+            out = call(*args, **kwargs)
+        except Exception as exc:
+            self.errors[row] += 1
+            self.error_messages.setdefault(f"{ROWS[row]}: {type(exc).__name__}: {exc}", None)
+            return None
+        self.ms[row].append((time.perf_counter() - t0) * 1e3)
+        return out
 
     def add(self, row: str, category: int, rec: npt.NDArray[np.float64]) -> None:
         acc = self.sums[row].setdefault(category, np.zeros(len(LOCOMO_KS)))
@@ -344,23 +359,22 @@ def _conversation(
     searched: list[Ranking] = []
     with Meter(progress, f"{conv.sample_id}: Memory.search", len(conv.questions), "questions") as meter:
         for q in conv.questions:
-            t0 = time.perf_counter()
-            hits = mem.search(q.question, user_id=conv.sample_id, k=K)
-            tally.ms["search"].append((time.perf_counter() - t0) * 1e3)
-            tally.returned["search"].append(len(hits))
-            searched.append(episodes.ranking(hits))
+            hits = tally.guard("search", mem.search, q.question, user_id=conv.sample_id, k=K)
+            if hits is not None:
+                tally.returned["search"].append(len(hits))
+            searched.append([] if hits is None else episodes.ranking(hits))
             meter.update()
     with Meter(progress, f"{conv.sample_id}: Memory.recall", len(conv.questions), "questions") as meter:
         for q, search_ranking in zip(conv.questions, searched):
-            t0 = time.perf_counter()
-            bundle = mem.recall(q.question, user_id=conv.sample_id, k=K, now=now)
-            tally.ms["recall"].append((time.perf_counter() - t0) * 1e3)
-            tally.returned["recall"].append(len(bundle.episodes))
-            tally.time_filtered += bundle.intent.time_range is not None
-            tally.via_fact += sum(r.via_fact is not None for r in bundle.episodes)
+            bundle = tally.guard("recall", mem.recall, q.question, user_id=conv.sample_id, k=K, now=now)
+            recalled = [] if bundle is None else bundle.episodes
+            if bundle is not None:
+                tally.returned["recall"].append(len(recalled))
+                tally.time_filtered += bundle.intent.time_range is not None
+                tally.via_fact += sum(r.via_fact is not None for r in recalled)
             tally.counts[q.category] = tally.counts.get(q.category, 0) + 1
             rankings = {
-                "recall": episodes.ranking(bundle.episodes),
+                "recall": episodes.ranking(recalled),
                 "bm25s": bm25(q.question, K),
                 "search": search_ranking,
             }
@@ -371,7 +385,7 @@ def _conversation(
                 r10[row].append(float(rec[LOCOMO_KS.index(10)]))
             for rank in ranks["recall"].values():
                 if rank < 10:
-                    label = weak_label(bundle.episodes[rank])
+                    label = weak_label(recalled[rank])
                     if label is None:
                         tally.unlabelled_hits += 1
                     else:
@@ -383,8 +397,9 @@ def _conversation(
                     "question": q.question,
                     "category": q.category,
                     "evidence": len(q.evidence),
-                    "returned": len(bundle.episodes),
-                    "time_range": bundle.intent.time_range is not None,
+                    "returned": len(recalled),
+                    "time_range": bundle is not None and bundle.intent.time_range is not None,
+                    "error": bundle is None,
                     "ranks": {row: sorted(found.values()) for row, found in ranks.items()},
                 }
             )
@@ -472,6 +487,8 @@ def evaluate_locomo_product(
         # library has no label on any of them (yet).
         "weak_share_top10": tally.weak_hits / tally.labelled_hits if tally.labelled_hits else None,
         "top10_evidence_hits": hits,
+        "errors": dict(tally.errors),
+        "error_messages": list(tally.error_messages),
         "timings_ms": {f"{step}_mean": float(np.mean(v)) if v else 0.0 for step, v in tally.ms.items()},
         "recall@10_by_conversation": per_conv,
         "per_question": per_question,
@@ -511,6 +528,13 @@ def format_product_table(report: Mapping[str, Any]) -> str:
         f"{report['turns']} turns merged into an earlier episode; {report['metadata_lost']} returned episodes "
         "without their dia_id"
     )
+    errors = report.get("errors", {})
+    if any(errors.values()):
+        lines.append(
+            "library errors (the question scores 0 on that row): "
+            + ", ".join(f"{ROWS.get(row, row)} {n}" for row, n in errors.items())
+        )
+        lines += [f"  {m}" for m in report.get("error_messages", [])[:5]]
     return "\n".join(lines)
 
 

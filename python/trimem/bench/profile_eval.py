@@ -230,19 +230,34 @@ def confident(bundle: Any) -> bool:
 # ============================================================================ the run
 
 
+def _error(exc: BaseException) -> str:
+    return f"error: {type(exc).__name__}: {exc}"
+
+
 def _run_user(user: SuiteUser, mem: Any, max_tokens: int) -> list[dict[str, Any]]:
-    for m in user.memories:
-        mem.retain(m.text, user_id=user.user_id, role="user", timestamp=user.now - timedelta(days=m.days_ago))
-    mem.reflect(user_id=user.user_id)
+    """One user's probes. An exception the library raises fails the probe (``why`` starts with
+    "error:") instead of ending the run: a crash is a result worth reporting."""
+    setup: str | None = None
+    try:
+        for m in user.memories:
+            mem.retain(m.text, user_id=user.user_id, role="user", timestamp=user.now - timedelta(days=m.days_ago))
+        mem.reflect(user_id=user.user_id)
+    except Exception as exc:
+        setup = _error(exc)
     out = []
     for probe in user.probes:
-        bundle = mem.recall(probe.request, user_id=user.user_id, now=user.now)
-        text = bundle.render(max_tokens=max_tokens)
-        if probe.kind == NEVER_SAID:
-            sure = confident(bundle)
-            why = None if not sure else "the bundle shows a confident match for something never said"
-        else:
-            why = verdict(text, probe)
+        why, text, episodes, facts = setup, "", 0, []
+        if setup is None:
+            try:
+                bundle = mem.recall(probe.request, user_id=user.user_id, now=user.now)
+                text = bundle.render(max_tokens=max_tokens)
+                episodes, facts = len(bundle.episodes), [f"{f.key}={f.value}" for f in bundle.profile]
+                if probe.kind != NEVER_SAID:
+                    why = verdict(text, probe)
+                elif confident(bundle):
+                    why = "the bundle shows a confident match for something never said"
+            except Exception as exc:
+                why = _error(exc)
         out.append(
             {
                 "id": probe.id,
@@ -254,8 +269,9 @@ def _run_user(user: SuiteUser, mem: Any, max_tokens: int) -> list[dict[str, Any]
                 "about": None if probe.about is None else user.memories[probe.about].text,
                 "passed": why is None,
                 "why": why,
-                "episodes": len(bundle.episodes),
-                "facts": [f"{f.key}={f.value}" for f in bundle.profile],
+                "error": why is not None and why.startswith("error:"),
+                "episodes": episodes,
+                "facts": facts,
                 "render": text,
             }
         )
@@ -329,6 +345,7 @@ def _summary_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "expecting": _rate(expecting),
                 "by_kind": {k: _rate([r for r in rs if r["kind"] == k]) for k in PROBE_KINDS},
                 "never_said_no_confident": _rate([r for r in rs if r["kind"] == NEVER_SAID]),
+                "errors": sum(r["error"] for r in rs),
             }
         )
     return rows
@@ -344,18 +361,21 @@ def _cell(rate: Mapping[str, Any]) -> str:
 def format_profile_report(report: Mapping[str, Any]) -> str:
     """Markdown: pass rate per split × language and per probe kind, never-said apart."""
     kinds = [k for k in PROBE_KINDS if k != NEVER_SAID]
-    head = ["split", "lang", "users", "pass (expecting probes)", *kinds, "never said: no confident match"]
+    head = ["split", "lang", "users", "pass (expecting probes)", *kinds, "never said: no confident match", "errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in report["summary"]:
         cells = [row["split"], row["lang"], str(row["users"]), _cell(row["expecting"])]
         cells += [_cell(row["by_kind"][k]) for k in kinds]
-        cells.append(_cell(row["never_said_no_confident"]))
+        cells += [_cell(row["never_said_no_confident"]), str(row["errors"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
         f"profile: embedder {report['embedder']}, render max_tokens={report['max_tokens']}, "
-        f"wall {report['wall_s']:.1f}s; a never-said probe passes when the bundle shows no confident match"
+        f"wall {report['wall_s']:.1f}s; a never-said probe passes when the bundle shows no confident match; "
+        "errors: probes the library raised on (counted as failed)"
     )
+    errors = sorted({r["why"] for r in report["probes"] if r["error"]})
+    lines += [f"library error: {e.removeprefix('error: ')}" for e in errors]
     return "\n".join(lines)
 
 
