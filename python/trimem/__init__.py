@@ -22,32 +22,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from trimem import errors
 from trimem._core import Hits, HybridIndex, Store, StoredRecord, build_profile, simd_kernel, tokenize
-from trimem.errors import (
-    ArgumentTypeError,
-    DependencyError,
-    DimensionError,
-    DTypeError,
-    DuplicateIdError,
-    EmbedderError,
-    EmbedderMismatchError,
-    ForbiddenFactError,
-    GraphExtractionError,
-    InvalidArgumentError,
-    InvalidNameError,
-    InvalidTimeRangeError,
-    InvalidVectorError,
-    RouterError,
-    StoreClosedError,
-    StoreCorruptedError,
-    StoreError,
-    StoreIOError,
-    StoreLockedError,
-    StoreVersionError,
-    TextTooLongError,
-    TrimemError,
-    UnknownIdError,
-)
+from trimem.errors import *  # noqa: F403  (the whole hierarchy: errors.__all__)
 from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc, ToolCall
 from trimem.scope import SHARED
 
@@ -78,44 +55,22 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SHARED",
-    "ArgumentTypeError",
-    "DTypeError",
-    "DependencyError",
-    "DimensionError",
-    "DuplicateIdError",
-    "EmbedderError",
-    "EmbedderMismatchError",
     "Episode",
     "Fact",
     "FactChange",
     "FactVersion",
-    "ForbiddenFactError",
-    "GraphExtractionError",
     "Hits",
     "HybridIndex",
-    "InvalidArgumentError",
-    "InvalidNameError",
-    "InvalidTimeRangeError",
-    "InvalidVectorError",
     "KnowledgeDoc",
     "Memory",
     "Policy",
     "RecallBundle",
-    "RouterError",
     "Store",
-    "StoreClosedError",
-    "StoreCorruptedError",
-    "StoreError",
-    "StoreIOError",
-    "StoreLockedError",
-    "StoreVersionError",
     "StoredRecord",
-    "TextTooLongError",
     "ToolCall",
-    "TrimemError",
-    "UnknownIdError",
     "__version__",
     "build_profile",
     "simd_kernel",
     "tokenize",
 ]
+__all__ += errors.__all__

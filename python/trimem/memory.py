@@ -39,16 +39,7 @@ from trimem.pipeline.bundle import RecallBundle
 from trimem.pipeline.lifecycle import Consolidation, Expired
 from trimem.pipeline.reflection import Reflector
 from trimem.pipeline.routing import place
-from trimem.records import (
-    Durability,
-    Episode,
-    FactChange,
-    Mention,
-    Placement,
-    RecalledEpisode,
-    Recovery,
-    Turn,
-)
+from trimem.records import Durability, Episode, FactChange, Mention, Placement, RecalledEpisode, Recovery, Turn
 from trimem.reflect import Extractor
 from trimem.rewrite import Rewriter
 from trimem.timeutil import TimeLike, now_micros
@@ -88,14 +79,25 @@ class Memory:
             path, embedder=embedder, durability=durability, rewriter=rewriter, extractor=extractor, tz=tz,
             floors=(min_bm25_share, min_cosine, min_cosine_alone), checkpoint_bytes=checkpoint_bytes, policy=policy,
         )  # fmt: skip
-        self.policy, self.embedder, self.dim, self.tz = p.policy, p.embedding.embedder, p.embedding.dim, tz
-        self.facts, self.knowledge = p.facts, p.knowledge
-        self._backend, self._episodic, self._sessions = p.backend, p.episodic, p.sessions
+        self.policy, self.tz, self.facts, self.knowledge = p.policy, tz, p.facts, p.knowledge
+        self._backend, self._embedding, self._episodic, self._sessions = p.backend, p.embedding, p.episodic, p.sessions
         self._recall, self._reflection, self._lifecycle = p.recall, p.reflection, p.lifecycle
-        self.path = p.backend.path
-        if p.backend.has_perceptual():
-            self._lifecycle.perceptual_forget = self.perceptual.forget_user_op
         self._reflector: Reflector | None = None
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder the memory was built with (None: keywords only)."""
+        return self._embedding.embedder
+
+    @property
+    def dim(self) -> int:
+        """The embedder's dimension (0 without one)."""
+        return self._embedding.dim
+
+    @property
+    def path(self) -> str | None:
+        """The store's folder (None in process)."""
+        return self._backend.path
 
     # -- retain -----------------------------------------------------------------------------------
 
@@ -287,7 +289,6 @@ class Memory:
         snapshots. Encoders are code, not data: register them again after reopening."""
         perceptual = self._backend.perceptual()
         assert isinstance(perceptual, PerceptualMemory)
-        self._lifecycle.perceptual_forget = perceptual.forget_user_op
         return perceptual
 
     @property
@@ -319,7 +320,7 @@ class Memory:
         """Counts, bytes and ages (days) per layer — for one user of `agent_id`, or the whole
         store (then with episodes per user) — plus the index statistics."""
         return _stats.stats(self._backend, self._sessions, user_id=user_id, agent_id=agent_id, now=now_micros(now),
-                            embedder=None if self.embedder is None else self.embedder.name)  # fmt: skip
+                            embedder=self._embedding.name)  # fmt: skip
 
     def share(
         self,
@@ -343,17 +344,15 @@ class Memory:
     ) -> Exported:  # fmt: skip
         """Writes every layer — of one user of `agent_id`, or the whole store — to one msgspec
         file (atomically; no pickle)."""
-        name = None if self.embedder is None else self.embedder.name
         with self._backend.lock:
             return transfer.export(self._backend, path, user_id=user_id, agent_id=agent_id, now=now_micros(now),
-                                   embedder=name)  # fmt: skip
+                                   embedder=self._embedding.name)  # fmt: skip
 
     def import_from(self, path: str | os.PathLike[str]) -> Exported:
         """Adds the memories of an :meth:`export` file (new ids; facts keep their history and
         cite the new episodes)."""
-        name = None if self.embedder is None else self.embedder.name
         return transfer.import_export(self._backend, path, episodic=self._episodic, knowledge=self.knowledge,
-                                      embedder=name)  # fmt: skip
+                                      embedder=self._embedding.name)  # fmt: skip
 
     # -- the store --------------------------------------------------------------------------------
 
@@ -393,7 +392,7 @@ class Memory:
 
     def __repr__(self) -> str:
         where = "in process" if self.path is None else repr(self.path)
-        return f"Memory({where}, embedder={None if self.embedder is None else self.embedder.name!r})"
+        return f"Memory({where}, embedder={self._embedding.name!r})"
 
 
 __all__ = ["Memory"]

@@ -3,6 +3,7 @@ them as ``**options`` and type checkers check each keyword (PEP 692)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any, TypedDict
@@ -12,7 +13,7 @@ import numpy as np
 from trimem.records import SearchMode, ToolCall, Turn
 from trimem.timeutil import TimeLike
 
-__all__ = ["EpisodeFields", "RecallOptions", "SearchOptions"]
+__all__ = ["EpisodeFields", "PerceptFields", "RecallOptions", "SearchOptions"]
 
 
 class EpisodeFields(TypedDict, total=False):
@@ -27,6 +28,17 @@ class EpisodeFields(TypedDict, total=False):
     importance: float  # in [0, 1], default 0.5
     metadata: Mapping[str, Any] | None
     tool: ToolCall | Mapping[str, Any] | None  # {"name", "args", "result"}
+
+
+class PerceptFields(TypedDict, total=False):
+    """What a perceptual record holds besides its modality, item and user (all optional)."""
+
+    agent_id: str  # default "default"
+    caption: str | None  # searchable by keyword
+    ref: str | os.PathLike[str] | None  # the caller's URI or path of the original
+    timestamp: TimeLike | None  # default now
+    metadata: Mapping[str, Any] | None
+    importance: float  # in [0, 1], default 0.5
 
 
 class SearchOptions(TypedDict, total=False):

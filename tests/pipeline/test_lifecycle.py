@@ -377,6 +377,7 @@ def test_perceptual_memory_is_durable_through_the_memory_log(tmp_path) -> None:
         mem.perceptual.register("text", ColourWords(), space="rgb")
         r = mem.perceptual.add("image", red, user_id="u", caption="a red square")
         mem.perceptual.add("image", blue, user_id="u")
+        kept = mem.perceptual.add("image", blue, user_id="v")
     with Memory(tmp_path / "m", embedder=None) as mem:  # replayed from the log
         mem.perceptual.register("text", ColourWords(), space="rgb")
         hits = mem.perceptual.search("red", modality="text", target="image", user_id="u")
@@ -385,8 +386,11 @@ def test_perceptual_memory_is_durable_through_the_memory_log(tmp_path) -> None:
     with Memory(tmp_path / "m", embedder=None) as mem:  # from the snapshot
         mem.perceptual.register("text", ColourWords(), space="rgb")
         assert mem.perceptual.search("blue", modality="text", user_id="u")[0].record.id == r.id + 1
-        mem.forget(user_id="u", everything=True)
-        assert len(mem.perceptual) == 0
+        mem.forget(user_id="u", everything=True)  # the user's percepts go with the rest, in one write
+        assert len(mem.perceptual) == 1 and mem.perceptual.records(user_id="u") == []
+    with Memory(tmp_path / "m", embedder=None) as mem:  # the forget replayed from the log
+        assert [r.id for r in mem.perceptual.records(user_id="v")] == [kept.id]
+        assert mem.perceptual.records(user_id="u") == []
 
 
 def test_use_counts_survive_a_reopen(tmp_path) -> None:

@@ -1,5 +1,6 @@
-"""What every layer shares: text checks, the embedder call with its shape check, and the pause
-of the cyclic collector around bulk writes."""
+"""What every layer shares: text checks, the embedder call with its shape check, the parts of a
+layer searched by keywords and meaning, and the pause of the cyclic collector around bulk
+writes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from trimem._backend import Backend, Floors
 from trimem._checks import check_str
-from trimem.config import MAX_TEXT_CHARS
+from trimem.config import MAX_TEXT_CHARS, Policy
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 
 
@@ -53,6 +55,17 @@ class Embedding:
     def one(self, text: str) -> np.ndarray | None:
         vecs = self([text])
         return None if vecs is None else vecs[0]
+
+
+class IndexedLayer:
+    """A layer searched by keywords and meaning (episodes, knowledge): its backend, the embedder
+    call, the policy (decay, lifetimes) and the floors of weak matches."""
+
+    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+        self._backend = backend
+        self._embed = embedding
+        self._policy = policy
+        self.floors = floors
 
 
 @contextlib.contextmanager

@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trimem._backend import Backend, Floors, Query
+from trimem._backend import Query
 from trimem._backend.ops import Op, OpRetain
 from trimem._checks import check_bool, check_index, check_plain, check_str, check_unit, shown
-from trimem.config import MAX_BATCH, MAX_TEXT_CHARS, Policy
+from trimem.config import MAX_BATCH, MAX_TEXT_CHARS
 from trimem.errors import InvalidArgumentError, TextTooLongError
-from trimem.layers._shared import Embedding, check_options, check_text, collector_paused
+from trimem.layers._shared import IndexedLayer, check_options, check_text, collector_paused
 from trimem.options import EpisodeFields
 from trimem.records import Episode, Mention, RecalledEpisode, SearchMode, ToolCall, search_text
 from trimem.scope import check_id, episode_namespace
@@ -42,14 +42,8 @@ def _merged(stored: Episode, item: Episode) -> Episode:
     return msgspec.structs.replace(stored, mention=mention)
 
 
-class EpisodicMemory:
+class EpisodicMemory(IndexedLayer):
     """A memory's episodes, over its backend."""
-
-    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
-        self._backend = backend
-        self._embed = embedding
-        self._policy = policy
-        self.floors = floors
 
     # -- writes -----------------------------------------------------------------------------------
 

@@ -47,13 +47,13 @@ import os
 import string
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from trimem._backend.ops import OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
+from trimem._backend.ops import OpForget, OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
 from trimem._checks import shown
 from trimem._core import Hits, HybridIndex, StoredRecord
 from trimem.embedders import Encoder, PrecomputedEncoder, check_vectors
@@ -67,6 +67,7 @@ from trimem.errors import (
     StoreVersionError,
     UnknownIdError,
 )
+from trimem.options import PerceptFields
 from trimem.records import Modality, PerceptRecord
 from trimem.scope import episode_namespace
 from trimem.timeutil import TimeLike, now_micros, to_micros_range
@@ -89,9 +90,7 @@ MAX_REF_CHARS = 4096
 STATE_VERSION = 1
 INDEX_PREFIX = "percept_"
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")  # a store section name: at most 64
-_ADD_KEYS = frozenset(
-    {"modality", "item", "user_id", "agent_id", "caption", "ref", "timestamp", "metadata", "importance"}
-)
+_ADD_KEYS = frozenset(PerceptFields.__annotations__) | {"modality", "item", "user_id"}
 
 
 class PerceptHit(msgspec.Struct, frozen=True):
@@ -318,36 +317,11 @@ class PerceptualMemory:
             metadata=meta,
         )
 
-    def add(
-        self,
-        modality: str,
-        item: Any,
-        *,
-        user_id: str,
-        agent_id: str = "default",
-        caption: str | None = None,
-        ref: str | os.PathLike[str] | None = None,
-        timestamp: TimeLike | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        importance: float = 0.5,
-    ) -> PerceptRecord:
+    def add(self, modality: str, item: Any, *, user_id: str, **fields: Unpack[PerceptFields]) -> PerceptRecord:
         """Encodes ``item`` with the modality's encoder and stores its vector with the caption
-        (searchable by keyword too), the caller's ``ref`` and metadata, in the user's scope."""
-        return self.add_many(
-            [
-                dict(
-                    modality=modality,
-                    item=item,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    caption=caption,
-                    ref=ref,
-                    timestamp=timestamp,
-                    metadata=metadata,
-                    importance=importance,
-                )
-            ]
-        )[0]
+        (searchable by keyword too), the caller's ``ref`` and metadata, in the user's scope (see
+        :class:`trimem.options.PerceptFields` for what else it holds)."""
+        return self.add_many([dict(fields, modality=modality, item=item, user_id=user_id)])[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[PerceptRecord]:
         """Adds many items (mappings with :meth:`add`'s arguments: ``modality``, ``item``,
@@ -594,17 +568,22 @@ class PerceptualMemory:
         """Deletes every record of the user in every space; returns how many went."""
         ns = episode_namespace(agent_id, user_id)
         with self._lock:
-            op = self.forget_user_op(ns)
-            if op is not None:
-                self._commit(op)
-            return 0 if op is None else len(op.ids)
+            ids = self._ids_of(ns)
+            if ids:
+                self._commit(OpPerceptDelete(ids))
+            return len(ids)
 
-    def forget_user_op(self, namespace: str) -> OpPerceptDelete | None:
-        """The op deleting every record of `namespace` ("agent/user"), for a caller that writes
-        it together with its own (a memory forgetting a user forgets all of it in one write)."""
+    def forget(self, op: OpForget) -> None:
+        """A memory forgetting a user (``op.users``) forgets their percepts with the rest, in the
+        same write: applied live and on replay alike."""
         with self._lock:
-            ids = sorted(int(i) for index in self._spaces.values() for i in index.ids(namespace=namespace).tolist())
-            return OpPerceptDelete(ids) if ids else None
+            for agent_id, user_id in op.users:
+                ids = self._ids_of(f"{agent_id}/{user_id}")
+                for index in self._spaces.values():
+                    index.delete(ids, missing_ok=True)
+
+    def _ids_of(self, namespace: str) -> list[int]:
+        return sorted(int(i) for index in self._spaces.values() for i in index.ids(namespace=namespace).tolist())
 
     def __len__(self) -> int:
         return sum(len(index) for index in self._spaces.values())

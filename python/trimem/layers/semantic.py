@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from trimem._backend import Backend, Floors, Query
+from trimem._backend import Backend, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_plain, check_str, shown
-from trimem.config import Policy
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
-from trimem.layers._shared import Embedding, check_text
+from trimem.layers._shared import IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
 from trimem.scope import SHARED, Shared, check_id, knowledge_namespace, knowledge_owner
 from trimem.timeutil import TimeLike, now_micros, to_micros
@@ -205,15 +204,9 @@ class Facts:
         return self._backend.aliases()
 
 
-class KnowledgeBase:
+class KnowledgeBase(IndexedLayer):
     """General documents of an agent (shared by its users) or private to one user. Adding a
     document with the `source` of an existing one in the same scope supersedes it."""
-
-    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
-        self._backend = backend
-        self._embed = embedding
-        self._policy = policy
-        self.floors = floors
 
     def add(
         self,

@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from trimem._backend.ops import Op, OpForget
+from trimem._backend.ops import OpForget
 from trimem._checks import check_bool, check_index, shown
 from trimem.config import DAY_US, MAX_TEXT_CHARS
 from trimem.errors import InvalidArgumentError, UnknownIdError
@@ -73,14 +73,11 @@ class Lifecycle:
         episodic: EpisodicMemory,
         sessions: Sessions,
         policy: Policy,
-        perceptual_forget: Any = None,
     ) -> None:
         self._backend = backend
         self._episodic = episodic
         self._sessions = sessions
         self._policy = policy
-        # (namespace) -> the op deleting a user's percepts, or None; set when perceptual memory is used.
-        self.perceptual_forget = perceptual_forget
 
     def consolidate(self, session_id: str, *, user_id: str, agent_id: str, everything: bool) -> Consolidation:
         """Working items at or above `policy.consolidate_importance` become episodes (with their
@@ -144,15 +141,9 @@ class Lifecycle:
             )
         ids = sorted(set(ids))
         knowledge = self._backend.document_ids(knowledge_namespace(agent_id, user_id)) if everything else []
-        ops: list[Op] = []
-        if everything and self.perceptual_forget is not None:
-            percepts = self.perceptual_forget(ns)  # in the same write as the rest
-            if percepts is not None:
-                ops.append(percepts)
         if ids or everything:
             users = [(agent_id, user_id)] if everything else []
-            ops.append(OpForget(episode_ids=ids, knowledge_ids=knowledge, users=users))
-            self._backend.write(ops)
+            self._backend.write([OpForget(episode_ids=ids, knowledge_ids=knowledge, users=users)])
         return len(ids)
 
     def forget_expired(self, now: int, *, user_id: str | None, agent_id: str) -> Expired:

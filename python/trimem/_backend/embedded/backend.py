@@ -79,6 +79,7 @@ class PerceptualStore(Protocol):
     def state(self) -> bytes: ...
     def load(self, state: bytes, indexes: dict[str, HybridIndex]) -> None: ...
     def index_names(self, state: bytes) -> list[str]: ...
+    def forget(self, op: OpForget) -> None: ...
 
 
 class GraphStore(Protocol):
@@ -231,9 +232,6 @@ class EmbeddedBackend:
                 self._perceptual = self._make_perceptual(self)
             return self._perceptual
 
-    def has_perceptual(self) -> bool:
-        return self._perceptual is not None
-
     def graph(self) -> GraphStore:
         """The memory graph's persisted view, created on first use."""
         with self._lock:
@@ -242,9 +240,6 @@ class EmbeddedBackend:
                     raise StoreError("this backend was opened without a memory graph")
                 self._graph = self._make_graph()
             return self._graph
-
-    def has_graph(self) -> bool:
-        return self._graph is not None
 
     # -- protocol: writes -------------------------------------------------------------------------
 
@@ -422,8 +417,10 @@ class EmbeddedBackend:
         self._episodes.delete(op.episode_ids, missing_ok=True)
         for i in op.episode_ids:
             self._mentions.pop(i, None)
-        if self._graph is not None:
-            self._graph.forget(op)
+        # The extensions forget with the rest, in the same op (live and on replay).
+        for extension in (self._graph, self._perceptual):
+            if extension is not None:
+                extension.forget(op)
         gone = set(op.knowledge_ids)
         self._by_source = {k: i for k, i in self._by_source.items() if i not in gone}
         self._knowledge.delete(list(gone), missing_ok=True)
