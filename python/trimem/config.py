@@ -39,11 +39,14 @@ MAX_BATCH: Final = 20_000
 CHECKPOINT_BYTES: Final = 64 << 20
 """Log size at which the embedded store writes a snapshot (a reopen replays at most this)."""
 MIN_BM25_SHARE: Final = 0.3
-"""Keyword floor: this share of what an average document holding each query term once scores."""
+"""A confident keyword match scores this share of what an average document holding each query
+term once scores. Floors rank, they do not cut: a hit under both confident floors is labelled
+weak and ranked after the confident ones."""
 MIN_COSINE: Final = 0.3
-"""Vector floor of a hit that also matches keywords."""
+"""Under this cosine a vector match counts for nothing: a hit that shares no keyword either is
+unrelated and dropped."""
 MIN_COSINE_ALONE: Final = 0.6
-"""Vector floor of a hit that shares no keyword with the question: it rests on similarity alone."""
+"""A confident match on similarity alone (no keyword needed) reaches this cosine."""
 
 DAY_US = 86_400_000_000
 LAYERS = ("working", "episodic", "semantic")
@@ -51,9 +54,11 @@ LAYERS = ("working", "episodic", "semantic")
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True):
     """Lifecycle settings. Defaults keep plain relevance dominant: the terms only reorder items
-    of near-equal relevance. A first place in one search leg is worth 1/61 ≈ 0.0164, the most a
-    fresh (`decay_weight` 0.0005) and fully important (`importance_weight` 0.001) memory gains
-    is 0.0015 — the gap between ranks 1 and 7 of one leg."""
+    of near-equal relevance. A first place in one search leg is worth 1/(rrf_k + 1) = 1/11; the
+    most a fresh (`decay_weight` 0.0005) and fully important (`importance_weight` 0.001) memory
+    gains, 0.0015, is the gap between ranks 15 and 16 of one leg. The search defaults (fusion,
+    context of a turn's vector, analysis) were chosen on LoCoMo's conv-26 and conv-30 through
+    `Memory.recall` (benches/RESULTS.md)."""
 
     # Ranking: fused relevance + decay_weight · 0.5^(age / half-life) + importance_weight · importance.
     half_life_days: dict[str, float] = msgspec.field(
@@ -81,6 +86,17 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     # Recall hits are counted in memory at once and written to the log with the next write,
     # or when this many are pending.
     touch_flush: int = 512
+    # Fusion: a hit scores weight / (rrf_k + rank) in each search leg (keywords, vector).
+    rrf_k: float = 10.0
+    weights: tuple[float, float] = (1.0, 1.0)
+    # The vector of an episode retained in a session embeds this many turns before it in the
+    # same session with its own text ("Yes, last weekend!" means little alone); keywords see the
+    # turn alone.
+    embed_context: int = 1
+    # Keyword analysis of a new store's indexes: English stemming ("running" finds "ran"s
+    # neighbour "run") and English stop words. A store keeps the analysis it was created with.
+    stem: bool = True
+    stopwords: bool = True
 
     def __post_init__(self) -> None:
         for name in ("half_life_days", "retention_days"):
@@ -97,6 +113,12 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
                 raise InvalidArgumentError(f"{name} must be in [0, 1], got {v!r}")
         if not -1.0 <= self.dedup_min_cosine <= 1.0:
             raise InvalidArgumentError(f"dedup_min_cosine must be in [-1, 1], got {self.dedup_min_cosine!r}")
+        if not (isinstance(self.rrf_k, (int, float)) and np.isfinite(self.rrf_k) and self.rrf_k >= 0):
+            raise InvalidArgumentError(f"rrf_k must be a finite number >= 0, got {self.rrf_k!r}")
+        if len(self.weights) != 2 or not all(np.isfinite(w) and w >= 0 for w in self.weights):
+            raise InvalidArgumentError(f"weights must be two finite numbers >= 0, got {self.weights!r}")
+        if not 0 <= self.embed_context <= 8:
+            raise InvalidArgumentError(f"embed_context must be in [0, 8], got {self.embed_context!r}")
         if self.working_bound < 1 or self.touch_flush < 1:
             raise InvalidArgumentError("working_bound and touch_flush must be at least 1")
 
@@ -136,6 +158,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
             importance_weight=self.importance_weight,
             reinforce_step=self.reinforce_step,
             reinforce_cap=self.reinforce_cap,
+            rrf_k=self.rrf_k,
+            weights=self.weights,
         )
 
     def expired(self, columns: dict[str, np.ndarray], layer: str, now: int) -> np.ndarray:

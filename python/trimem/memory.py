@@ -53,7 +53,8 @@ class Memory:
 
     `embedder`: "auto" (MiniLM with the `minilm` extra, else hashing), "hashing", "minilm", an
     object with `name`, `dim` and `__call__(list[str]) -> float32 (n, dim)`, or None (keywords
-    only). `min_bm25_share`, `min_cosine`, `min_cosine_alone`: the floors of weak matches.
+    only). `min_bm25_share`, `min_cosine_alone`: what a confident match reaches (the rest rank last,
+    labelled weak); `min_cosine`: under it a match without keywords is dropped as unrelated.
     `durability`: "fsync" (a write returns once on disk) or "buffered" (on disk within a second).
     `checkpoint_bytes`: log size that triggers a snapshot. `rewriter`, `extractor`: your own query
     rewriter and fact extractor (an LLM, say). `tz` reads relative time. `policy`

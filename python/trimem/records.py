@@ -151,6 +151,7 @@ class Scored(msgspec.Struct, frozen=True, omit_defaults=True):
     accesses: int = 0
     mentions: int = 0
     explain: dict[str, Any] = {}
+    weak: bool = False  # under the floors of a confident match: ranked after every confident hit
 
 
 class RecalledEpisode(msgspec.Struct, frozen=True):

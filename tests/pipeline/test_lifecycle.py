@@ -128,6 +128,18 @@ def test_a_duplicate_reinforces_instead_of_piling_up(tmp_path, embedder: str | N
         assert mem.search(first, user_id="u", now=NOW)[0].explain["mentions"] == 2
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect: the engine's 256-bit token-set sketch can estimate a Jaccard of 1.0 for texts "
+    "that differ in one token (here with stemming on); to be fixed with an exact check or a wider sketch",
+)
+def test_texts_that_differ_in_one_number_are_not_duplicates() -> None:
+    mem = Memory(embedder=None)
+    first = mem.retain("allocated space episode 9", user_id="u")
+    second = mem.retain("allocated space episode 12", user_id="u")
+    assert second.id != first.id and second.mention is None
+
+
 def test_dedup_can_be_turned_off() -> None:
     mem = plain()
     assert mem.retain("same words here", user_id="u").id != mem.retain("same words here", user_id="u").id

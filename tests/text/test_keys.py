@@ -83,3 +83,11 @@ def test_a_request_finds_keys_through_the_table_in_both_languages() -> None:
         "primary_db"
     ]
     assert keys_for_phrase("数据库", known) == ["database"] and keys_for_phrase("端口", known) == []
+
+
+def test_keys_known_only_in_chinese_or_only_in_english_are_matched() -> None:
+    # With every known phrase in one script the pattern has one named group only; reading the
+    # other group raised IndexError on every recall that named such a key.
+    assert match_keys("我的工号是多少", known=["工号"]) == ["工号"]
+    assert match_keys("what is my badge number", {"badge number": ["badge"]}) == ["badge"]
+    assert match_keys("nothing here", known=["工号"]) == []

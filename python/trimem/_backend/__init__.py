@@ -21,7 +21,10 @@ The contract, which ``tests/backend`` checks for every backend:
   :mod:`trimem.scope`); no search returns a record of another namespace.
 * **Search** — hybrid (BM25 + vector, fused by reciprocal rank), BM25-only or vector-only;
   time range and session filter inside the search; the policy's decay and importance terms in
-  the score; floors drop weak matches. Each hit carries its per-signal scores.
+  the score. Floors rank, they do not cut: a hit under them is labelled weak
+  (``Scored.weak``) and ordered after every confident one; only a hit that shares no keyword
+  and whose vector is less similar than ``Floors.cosine`` is dropped, as unrelated. Each hit
+  carries its per-signal scores.
 * **Use counts** — ``touch`` counts uses and mentions at once; a backend may persist them
   lazily (a crash may lose the last few counts, never a write).
 * **Errors** — only :class:`trimem.errors.TrimemError` subclasses; a failed call changes nothing.
@@ -62,9 +65,9 @@ importance, bytes — what the lifecycle's vectorised policy reads."""
 
 
 class Floors(msgspec.Struct, frozen=True):
-    """What a hit must reach to be returned: a BM25 score of ``bm25_share`` of what a document of
-    average length holding each query term once scores; a cosine of ``cosine`` (with matching
-    keywords) or ``cosine_alone`` (similarity alone)."""
+    """What a confident match reaches: a BM25 score of ``bm25_share`` of what a document of
+    average length holding each query term once scores, or a cosine of ``cosine_alone``. Under
+    ``cosine`` a vector match counts for nothing: a hit then needs a keyword to be returned."""
 
     bm25_share: float
     cosine: float

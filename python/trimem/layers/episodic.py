@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from trimem._backend import Query
+from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import Op, OpRetain
 from trimem._checks import check_bool, check_index, check_plain, check_str, check_unit, shown
-from trimem.config import MAX_BATCH, MAX_TEXT_CHARS
+from trimem.config import MAX_BATCH, MAX_TEXT_CHARS, Policy
 from trimem.errors import InvalidArgumentError, TextTooLongError
-from trimem.layers._shared import IndexedLayer, check_options, check_text, collector_paused
+from trimem.layers._shared import Embedding, IndexedLayer, check_options, check_text, collector_paused
 from trimem.options import EpisodeFields
 from trimem.records import Episode, Mention, RecalledEpisode, SearchMode, ToolCall, search_text
 from trimem.scope import check_id, episode_namespace
@@ -32,6 +32,7 @@ __all__ = ["EpisodicMemory"]
 
 MAX_INDEXED_BYTES = 1 << 20  # what the engine indexes of one record (HybridIndex max_text_bytes)
 MAX_ROLE_CHARS = 64  # a role ("user", "assistant", "tool") or a tool's name
+_MAX_SESSIONS_REMEMBERED = 10_000  # sessions whose last turn ids retain keeps at hand
 _ITEM_KEYS = frozenset(EpisodeFields.__annotations__) | {"text", "user_id"}
 
 
@@ -44,6 +45,11 @@ def _merged(stored: Episode, item: Episode) -> Episode:
 
 class EpisodicMemory(IndexedLayer):
     """A memory's episodes, over its backend."""
+
+    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+        super().__init__(backend, embedding, policy, floors)
+        # (namespace, session) -> ids of its last turns: what a new turn is embedded with.
+        self._recent: dict[tuple[str, str], builtins.list[int]] = {}
 
     # -- writes -----------------------------------------------------------------------------------
 
@@ -139,7 +145,8 @@ class EpisodicMemory(IndexedLayer):
                     f"vectors must be float32 of shape ({len(drafts)}, {dim}), got {vectors.dtype} {vectors.shape}"
                 )
         elif self._embed.embedder is not None:
-            vectors = self._embed([search_text(Episode(id=0, **f)) for f in drafts])
+            texts = [search_text(Episode(id=0, **f)) for f in drafts]
+            vectors = self._embed(self._in_context(drafts, texts) if self._policy.embed_context else texts)
         backend = self._backend
         with backend.lock:
             first = backend.reserve_ids(len(drafts))
@@ -163,7 +170,48 @@ class EpisodicMemory(IndexedLayer):
             wanted = sorted(set(dups.values()))
             found = {e.id: e for e in backend.episodes(wanted) if e is not None}
             episodes = [_merged(found[dups[e.id]], e) if dups.get(e.id) in found else e for e in episodes]
+        if self._policy.embed_context:
+            for e in episodes:
+                if e.session_id is not None:
+                    self._note_turn(f"{e.agent_id}/{e.user_id}", e.session_id, e.id)
         return episodes
+
+    def _in_context(self, drafts: builtins.list[dict[str, Any]], texts: builtins.list[str]) -> builtins.list[str]:
+        """What the embedder sees of each draft: the turns before it in its session (stored, or
+        earlier in the batch), oldest first, then its own text — ``policy.embed_context`` of them."""
+        n = self._policy.embed_context
+        batch: dict[tuple[str, str], builtins.list[str]] = {}
+        out = []
+        for f, text in zip(drafts, texts):
+            session = f["session_id"]
+            if session is None:
+                out.append(text)
+                continue
+            key = (f"{f['agent_id']}/{f['user_id']}", session)
+            before = batch.get(key)
+            if before is None:
+                before = [e.text for e in self._backend.episodes(self._last_turns(*key)) if e is not None]
+            out.append("\n".join([*before[-n:], text]))
+            batch[key] = [*before[-n:], f["text"]]
+        return out
+
+    def _last_turns(self, namespace: str, session: str) -> builtins.list[int]:
+        """Ids of the session's last turns: remembered as they are retained, read from the store
+        for a session this process has not seen. Forgotten ids read back as None."""
+        key = (namespace, session)
+        ids = self._recent.get(key)
+        if ids is None:
+            ids = self._backend.episode_ids(namespace, session=session)[-self._policy.embed_context :]
+            self._recent[key] = ids
+        return ids
+
+    def _note_turn(self, namespace: str, session: str, episode_id: int) -> None:
+        if len(self._recent) > _MAX_SESSIONS_REMEMBERED:
+            self._recent.clear()
+        key = (namespace, session)
+        ids = self._last_turns(namespace, session)
+        if episode_id not in ids:
+            self._recent[key] = [*ids, episode_id][-self._policy.embed_context :]
 
     def mentions(self, episode_id: int) -> builtins.list[Mention]:
         """The near-duplicates merged into a stored episode, oldest first: each one's time,

@@ -84,6 +84,8 @@ def assemble(
         durability=durability,
         checkpoint_bytes=checkpoint_bytes,
         touch_flush=policy.touch_flush,
+        stem=policy.stem,
+        stopwords=policy.stopwords,
         perceptual=lambda b: PerceptualMemory(lock=b.lock, commit=lambda op: b.write([op])),
         graph=GraphView,
     )

@@ -204,7 +204,8 @@ class Recall:
                     if not lo <= ep.timestamp < hi:
                         continue
                     r = RecalledEpisode(ep, Scored(score=0.0))
-                first.append(RecalledEpisode(r.episode, r.scored, via_fact=fact.key))
+                # The source of a fact the question touches is a confident match, whatever its words.
+                first.append(RecalledEpisode(r.episode, msgspec.structs.replace(r.scored, weak=False), fact.key))
         if not first:
             return episodes
         rest = [r for r in episodes if r.episode.id in found]

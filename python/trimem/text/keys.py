@@ -297,7 +297,7 @@ def match_keys(
     keys: list[str] = []
     if pattern is not None:
         for m in pattern.finditer(query):
-            for key in table.get(_canon(m["en"] or m["zh"]), ()):
+            for key in table.get(_canon(m[m.lastgroup or 0]), ()):
                 if key not in keys:
                     keys.append(key)
     return keys

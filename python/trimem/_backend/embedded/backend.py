@@ -106,6 +106,8 @@ class EmbeddedBackend:
         durability: Durability = "fsync",
         checkpoint_bytes: int = CHECKPOINT_BYTES,
         touch_flush: int = 512,
+        stem: bool = False,
+        stopwords: bool = False,
         perceptual: Callable[[EmbeddedBackend], PerceptualStore] | None = None,
         graph: Callable[[], GraphStore] | None = None,
     ) -> None:
@@ -116,8 +118,8 @@ class EmbeddedBackend:
         self.touch_flush = touch_flush
         # One graph per user (namespace): every search is within one user's memory, so it walks
         # only that user's graph.
-        self._episodes = HybridIndex(dim, partition_by_namespace=True)
-        self._knowledge = HybridIndex(dim, partition_by_namespace=True)
+        self._episodes = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
+        self._knowledge = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
         self._facts = FactTable()
         self._by_source: dict[tuple[str, str | None, str], int] = {}
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
@@ -463,12 +465,11 @@ class EmbeddedBackend:
         return [int(i) for i in ids]
 
     def search_episodes(self, query: Query, policy: Policy) -> list[RecalledEpisode]:
-        hits = self._search(self._episodes, query, policy, "episodic")
-        keep = self._strong(hits, query)
-        recs = self._episodes.get_many(hits.ids[keep])
+        hits, order, weak = self._search(self._episodes, query, policy, "episodic")
+        recs = self._episodes.get_many(hits.ids[order])
         return [
-            RecalledEpisode(episode_from_record(r), _scored(hits, i, policy))
-            for i, r in zip(keep, recs)
+            RecalledEpisode(episode_from_record(r), _scored(hits, i, policy, weak=i in weak))
+            for i, r in zip(order, recs)
             if r is not None
         ]
 
@@ -483,34 +484,36 @@ class EmbeddedBackend:
         return self._by_source.get((agent_id, user_id, source))
 
     def search_knowledge(self, query: Query, policy: Policy) -> list[RecalledKnowledge]:
-        hits = self._search(self._knowledge, query, policy, "semantic")
-        keep = self._strong(hits, query)
+        hits, order, weak = self._search(self._knowledge, query, policy, "semantic")
         return [
-            RecalledKnowledge(decode_knowledge(r.payload), _scored(hits, i, policy))
-            for i, r in zip(keep, self._knowledge.get_many(hits.ids[keep]))
+            RecalledKnowledge(decode_knowledge(r.payload), _scored(hits, i, policy, weak=i in weak))
+            for i, r in zip(order, self._knowledge.get_many(hits.ids[order]))
             if r is not None
         ]
 
-    def _search(self, index: HybridIndex, q: Query, policy: Policy, layer: str) -> Hits:
+    def _search(self, index: HybridIndex, q: Query, policy: Policy, layer: str) -> tuple[Hits, list[int], set[int]]:
+        """The hits, the positions of the best ``q.k`` (confident ones first, weak ones after)
+        and the positions of the weak. Twice ``k`` are fetched, so that a confident hit just past
+        ``k`` in fused order takes the place of a weak one."""
         mode: SearchMode = q.mode if q.vector is not None or q.mode == "bm25" else "bm25"
-        return index.search(
+        hits = index.search(
             text=q.text,
             vector=q.vector,
-            k=q.k,
+            k=2 * q.k,
             namespace=q.namespace,
             time_range=q.time_range,
             session=q.session,
             mode=mode,
-            min_bm25=index.bm25_floor(q.text, q.floors.bm25_share),
             min_cosine=q.floors.cosine,
             **policy.search_terms(layer, q.now),
         )
-
-    @staticmethod
-    def _strong(hits: Hits, q: Query) -> list[int]:
-        """Positions of hits that pass the floor for vector-only matches."""
+        keyword_floor = index.bm25_floor(q.text, q.floors.bm25_share)
         alone = q.floors.cosine_alone
-        return [i for i in range(len(hits)) if hits.bm25_ranks[i] > 0 or hits.vector_scores[i] >= alone]
+        bm25, cosine = hits.bm25_scores, hits.vector_scores
+        # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
+        weak = {i for i in range(len(hits)) if not (bm25[i] >= keyword_floor or cosine[i] >= alone)}
+        order = [i for i in range(len(hits)) if i not in weak] + sorted(weak)
+        return hits, order[: q.k], weak
 
     def columns(self, collection: str, namespace: str | None) -> Columns:
         return self._index(collection).columns(namespace=namespace)
@@ -646,7 +649,7 @@ def document_text(d: KnowledgeDoc) -> str:
     return d.text if not d.title else f"{d.title}\n{d.text}"
 
 
-def _scored(hits: Hits, i: int, policy: Policy) -> Scored:
+def _scored(hits: Hits, i: int, policy: Policy, *, weak: bool) -> Scored:
     b, v = float(hits.bm25_scores[i]), float(hits.vector_scores[i])
     score, decay, imp = float(hits.scores[i]), float(hits.decay[i]), float(hits.importance[i])
     acc, men = int(hits.accesses[i]), int(hits.mentions[i])
@@ -662,4 +665,5 @@ def _scored(hits: Hits, i: int, policy: Policy) -> Scored:
         accesses=acc,
         mentions=men,
         explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men, policy=policy),
+        weak=weak,
     )

@@ -1,0 +1,122 @@
+"""Floors rank, they do not cut (issue 16): a weak match is returned after every confident one
+and labelled; only a hit with no keyword and a vector under ``min_cosine`` is dropped. And the
+vector of a turn embeds the turn before it in its session (``Policy.embed_context``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from trimem import Memory, Policy
+from trimem.errors import InvalidArgumentError
+
+T = datetime(2026, 10, 1, tzinfo=UTC)
+
+
+class Axis:
+    """Each text's vector is fixed by the caller's table (unknown texts: the last axis)."""
+
+    name, dim = "axis-4", 4
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+        self.seen: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        rows = [self.table.get(t, [0.0, 0.0, 0.0, 1.0]) for t in texts]
+        out = np.asarray(rows, dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_weak_keyword_match_is_returned_last_and_labelled() -> None:
+    mem = Memory(embedder=None)
+    strong = mem.retain("the staging cluster runs kubernetes 1.31 on three nodes", user_id="u", timestamp=T)
+    weak = mem.retain("three coffees before lunch again", user_id="u", timestamp=T)
+    found = mem.search("staging cluster kubernetes version nodes three", user_id="u", k=5)
+    assert [r.episode.id for r in found] == [strong.id, weak.id]
+    assert [r.scored.weak for r in found] == [False, True]
+    text = mem.recall("staging cluster kubernetes version nodes three", user_id="u").render()
+    assert "> (weak match) [" in text and text.index("kubernetes") < text.index("coffees")
+
+
+def test_an_unrelated_vector_only_hit_is_dropped_a_related_one_kept_weak() -> None:
+    emb = Axis(
+        {
+            "alpha": [1.0, 0.0, 0.0, 0.0],
+            "near": [0.8, 0.6, 0.0, 0.0],  # cosine 0.8 with the query: confident alone
+            "related": [0.45, 0.893, 0.0, 0.0],  # cosine 0.45: between min_cosine and min_cosine_alone
+            "unrelated": [0.1, 0.0, 0.995, 0.0],  # cosine 0.1: under min_cosine
+        }
+    )
+    mem = Memory(embedder=emb, policy=Policy(embed_context=0, dedup=False))
+    ids = {t: mem.retain(t, user_id="u", timestamp=T).id for t in ("near", "related", "unrelated")}
+    found = mem.search("alpha", user_id="u", k=5)
+    assert [(r.episode.id, r.scored.weak) for r in found] == [(ids["near"], False), (ids["related"], True)]
+
+
+def test_a_confident_hit_past_k_takes_the_place_of_a_weak_one() -> None:
+    mem = Memory(embedder=None)
+    weak = mem.retain("release", user_id="u", timestamp=T)  # short: the best BM25 for "release"
+    confident = mem.retain("release train of the payments service leaves thursday", user_id="u", timestamp=T)
+    found = mem.search("payments service release train thursday", user_id="u", k=1)
+    assert [r.episode.id for r in found] == [confident.id]
+    assert weak.id not in [r.episode.id for r in found]
+
+
+def test_a_fact_source_is_never_weak() -> None:
+    mem = Memory(embedder=None)
+    mem.retain("We decided to use PostgreSQL as the main database", user_id="u", timestamp=T)
+    mem.retain("Started the Node service in Docker, port 8080", user_id="u", timestamp=T)
+    mem.reflect(user_id="u")
+    bundle = mem.recall("which port did node use, and on which database?", user_id="u")
+    via = [r for r in bundle.episodes if r.via_fact == "database"]
+    assert len(via) == 1 and via[0].scored.weak is False
+
+
+def test_the_turn_before_is_embedded_with_a_turn_in_retain_and_retain_many_alike() -> None:
+    one, many = Axis({}), Axis({})
+    a = Memory(embedder=one)
+    for text in ("Did you go hiking?", "Yes, last weekend!"):
+        a.retain(text, user_id="u", session_id="s", timestamp=T)
+    a.retain("unrelated session", user_id="u", session_id="t", timestamp=T)
+    b = Memory(embedder=many)
+    b.retain_many(
+        [
+            dict(text=text, user_id="u", session_id=s, timestamp=T)
+            for text, s in (("Did you go hiking?", "s"), ("Yes, last weekend!", "s"), ("unrelated session", "t"))
+        ]
+    )
+    assert (
+        one.seen == many.seen == ["Did you go hiking?", "Did you go hiking?\nYes, last weekend!", "unrelated session"]
+    )
+    # What BM25 sees and what is stored is the turn alone.
+    assert [e.text for e in a.episodes(user_id="u", session_id="s")] == ["Did you go hiking?", "Yes, last weekend!"]
+
+
+def test_a_forgotten_turn_is_never_embedded_into_the_next() -> None:
+    emb = Axis({})
+    mem = Memory(embedder=emb)
+    secret = mem.retain("my locker code is 4417", user_id="u", session_id="s", timestamp=T)
+    mem.forget([secret.id], user_id="u")
+    mem.retain("thanks", user_id="u", session_id="s", timestamp=T)
+    assert emb.seen[-1] == "thanks"
+
+
+def test_a_reopened_store_finds_the_turn_before(tmp_path) -> None:
+    with Memory(tmp_path / "m", embedder=Axis({})) as mem:
+        mem.retain("Did you go hiking?", user_id="u", session_id="s", timestamp=T)
+    emb = Axis({})
+    with Memory(tmp_path / "m", embedder=emb) as mem:
+        mem.retain("Yes, last weekend!", user_id="u", session_id="s", timestamp=T)
+    assert emb.seen == ["Did you go hiking?\nYes, last weekend!"]
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(rrf_k=-1.0), dict(rrf_k=float("nan")), dict(weights=(1.0, -0.5)), dict(embed_context=9)]
+)
+def test_bad_search_settings_are_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        Policy(**bad)  # type: ignore[arg-type]
