@@ -509,11 +509,11 @@ class EmbeddedBackend:
         )
         keyword_floor = index.bm25_floor(q.text, q.floors.bm25_share)
         alone = q.floors.cosine_alone
-        bm25, cosine = hits.bm25_scores, hits.vector_scores
         # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
-        weak = {i for i in range(len(hits)) if not (bm25[i] >= keyword_floor or cosine[i] >= alone)}
-        order = [i for i in range(len(hits)) if i not in weak] + sorted(weak)
-        return hits, order[: q.k], weak
+        with np.errstate(invalid="ignore"):
+            confident = (hits.bm25_scores >= keyword_floor) | (hits.vector_scores >= alone)
+        order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
+        return hits, order, set(np.flatnonzero(~confident).tolist())
 
     def columns(self, collection: str, namespace: str | None) -> Columns:
         return self._index(collection).columns(namespace=namespace)
