@@ -99,12 +99,13 @@ class Truncated:
 def load_cmrc(directory: Path) -> SciFact:
     """CMRC 2018 in BEIR layout has ``qrels.tsv`` at its top; ``load_scifact`` reads
     ``qrels/test.tsv``: a temporary folder of links bridges the two (nothing is copied)."""
-    tmp = Path(tempfile.mkdtemp(prefix="cmrc-links-"))
-    (tmp / "qrels").mkdir()
-    for name in ("corpus.jsonl", "queries.jsonl"):
-        (tmp / name).symlink_to((directory / name).resolve())
-    (tmp / "qrels" / "test.tsv").symlink_to((directory / "qrels.tsv").resolve())
-    return load_scifact(tmp)
+    with tempfile.TemporaryDirectory(prefix="cmrc-links-") as folder:
+        tmp = Path(folder)
+        (tmp / "qrels").mkdir()
+        for name in ("corpus.jsonl", "queries.jsonl"):
+            (tmp / name).symlink_to((directory / name).resolve())
+        (tmp / "qrels" / "test.tsv").symlink_to((directory / "qrels.tsv").resolve())
+        return load_scifact(tmp)
 
 
 def subset(data: SciFact, others: int | None, seed: int = 0) -> SciFact:
