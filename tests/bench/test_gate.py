@@ -154,7 +154,10 @@ def test_gate_passes_on_its_own_calibration(
         rf"{re.escape(trimem.simd_kernel())} thresholds",
         err,
     ), err
-    assert "WARNING" not in err  # same CPU, same kernel: nothing to warn about
+    # Same CPU, same kernel: no warning about the machine. (A ratio that noise moved far under
+    # its calibration may still be noted: that warning is about timing, not about this setup.)
+    warnings = [line for line in err.splitlines() if "WARNING" in line]
+    assert all("under its calibrated" in line for line in warnings), warnings
     assert f"| {VECTOR} |" in out and f"kernel {trimem.simd_kernel()}" in out
     doc = json.loads(report.read_text())
     assert doc["failed"] == [] and doc["slowdown"] == 1.0 and doc["kernel"] == trimem.simd_kernel()
