@@ -170,7 +170,7 @@ class EpisodicMemory(IndexedLayer):
             wanted = sorted(set(dups.values()))
             found = {e.id: e for e in backend.episodes(wanted) if e is not None}
             episodes = [_merged(found[dups[e.id]], e) if dups.get(e.id) in found else e for e in episodes]
-        if self._policy.embed_context:
+        if self._policy.embed_context and self._embed.embedder is not None:  # only a vector needs them
             for e in episodes:
                 if e.session_id is not None:
                     self._note_turn(f"{e.agent_id}/{e.user_id}", e.session_id, e.id)
