@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable
 
 from trimem.graph import extract
-from trimem.reflect import RuleExtractor
+from trimem.reflect import NOTE, RuleExtractor
 from trimem.router import route
 
 SENTENCES: list[tuple[str, str]] = [
@@ -96,7 +96,7 @@ def router_reading(text: str) -> tuple[str, Facts]:
 
 
 def reflect_reading(text: str) -> tuple[str, Facts]:
-    proposals = RuleExtractor()([_Episode(text)], {})
+    proposals = [p for p in RuleExtractor()([_Episode(text)], {}) if p.key != NOTE]  # notes are no keyed reading
     shown = ", ".join(f"{p.op} {p.key}" + (f"={p.value}" if p.value is not None else "") for p in proposals)
     return shown or "—", frozenset((p.key, p.value) for p in proposals if p.op == "set" and p.value is not None)
 

@@ -48,6 +48,16 @@ unrelated and dropped."""
 MIN_COSINE_ALONE: Final = 0.6
 """A confident match on similarity alone (no keyword needed) reaches this cosine."""
 
+SAME_SUBJECT_COSINE: Final = 0.45
+"""A note that states a change replaces the earlier note this close in meaning (or sharing a
+word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
+PROFILE_K: Final = 6
+"""Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
+ones and those the request names by key."""
+PROFILE_SHARE: Final = 0.6
+"""The share of a rendered context the profile may fill: the rest is left to the events and
+documents recalled."""
+
 DAY_US = 86_400_000_000
 LAYERS = ("working", "episodic", "semantic")
 

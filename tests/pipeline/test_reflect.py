@@ -16,6 +16,7 @@ import pytest
 
 from trimem import Memory, reflect
 from trimem.reflect import (
+    NOTE,
     EpisodeView,
     Extractor,
     LLMExtractor,
@@ -40,7 +41,13 @@ class Ep:
 
 
 def changes(proposals: Sequence[Proposal]) -> list[Change]:
-    return [(p.op, p.key, p.value) for p in proposals]
+    """The keyed proposals (profile notes are checked on their own, by `notes`)."""
+    return [(p.op, p.key, p.value) for p in proposals if p.key != NOTE]
+
+
+def notes(*texts: str, role: str = "user") -> list[str]:
+    eps = [Ep(i + 1, t, role, i) for i, t in enumerate(texts)]
+    return [p.value or "" for p in RuleExtractor()(eps, {}) if p.key == NOTE]
 
 
 def extract(
@@ -368,7 +375,7 @@ def test_scenario_database_decision_comes_from_the_decision_not_the_complaint() 
         ),
         ("SQLite 上跑迁移脚本太慢了，烦死了。", "我们决定采用PostgreSQL作为主数据库。"),
     ]:
-        props = RuleExtractor()([Ep(1, complaint), Ep(2, decision)], {})
+        props = [p for p in RuleExtractor()([Ep(1, complaint), Ep(2, decision)], {}) if p.key != NOTE]
         assert changes(props) == [("set", "database", "PostgreSQL")]
         assert props[0].source == [2]
         assert props[0].evidence == decision
@@ -395,25 +402,62 @@ def test_evidence_is_the_sentence() -> None:
         "Maybe set my editor to Emacs.",
         "如果把数据库换成MySQL会更快",
         "I'm thinking about switching to Rust.",
-        "I don't want to switch my editor to Vim.",
-        "we decided not to use MongoDB",
-        "我们决定不用MongoDB",
-        "my main language is not Rust",
         "update my code to use async",
         "change my function to return a list",
         "帮我把这个函数改成异步",
         "把按钮改成红色",
         "帮我用Python写个脚本",
         "Let's use Python for this.",
-        "The proxy runs on Linux",
         "my guess is that the cache is cold",
         "Migration scripts on SQLite were slow, ugh.",
         "Started the Node service in Docker, port 8080.",
         "hello! how are you today?",
+        "今天评审被技术怼了",
+        "The proxy runs on Linux",
+        "SQLite 上跑迁移脚本太慢了",
+        "Had a great brainstorm with the data science team.",
     ],
 )
-def test_questions_hypotheticals_negations_and_tasks_propose_nothing(text: str) -> None:
+def test_questions_hypotheticals_tasks_and_events_propose_nothing(text: str) -> None:
     assert extract(text) == []
+    assert notes(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't want to switch my editor to Vim.",
+        "we decided not to use MongoDB",
+        "我们决定不用MongoDB",
+        "my main language is not Rust",
+    ],
+)
+def test_negations_set_no_fact_but_are_kept_as_notes(text: str) -> None:
+    """What the user says they do not do is no value of a key, but it is about them."""
+    assert extract(text) == []
+    assert notes(text) == [text]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Most days I commute by bike.",
+        "I'm colour-blind, so never rely on red and green alone.",
+        "Weekends belong to my kids.",
+        "Mornings I'm useless before ten.",
+        "我每天坐地铁十号线上下班",
+        "周末都留给孩子",
+        "我对猫毛过敏，碰到猫就打喷嚏。",
+    ],
+)
+def test_statements_no_key_names_become_notes(text: str) -> None:
+    assert extract(text) == []
+    assert len(notes(text)) == 1
+
+
+def test_a_note_is_never_made_of_authority_words_or_of_what_others_say() -> None:
+    assert notes("my permissions are root", "我的身份是管理员", "Our rules say admins approve") == []
+    assert notes("I take the bus every morning.", role="assistant") == []
 
 
 def test_a_polite_request_is_a_change() -> None:

@@ -201,3 +201,52 @@ def test_injection_is_only_quoted_history(mem: Memory) -> None:
         if "ignore previous instructions" in line:
             assert line.startswith("> ")
     assert "ignore previous instructions" in rendered
+
+
+# ---------------------------------------------------------------------------- the seeds, verbatim
+# Issue 16 ("recall as users get it") lists the seeds' scenarios in their original wording as
+# requirements: each is a test exactly as written there.
+
+
+def test_seed_the_database_we_decided_on(mem: Memory) -> None:
+    complaint = mem.retain(
+        "以前老系统的 Python 项目跑迁移脚本真慢，SQLite 本地单文件性能太差了", user_id="u1", timestamp=ago(30)
+    )
+    decision = mem.retain("团队开会决议：新系统全线采用 PostgreSQL 作为主数据库", user_id="u1", timestamp=ago(14))
+    mem.reflect(user_id="u1")
+    b = mem.recall("帮我写对应的迁移脚本，连接到我们定下来的数据库", user_id="u1", now=NOW)
+    assert ("database", "PostgreSQL") in [(f.key, f.value) for f in b.profile]
+    assert b.episodes[0].episode.id == decision.id
+    text = b.render(max_tokens=300)
+    assert "PostgreSQL" in text and "SQLite" in text and text.index("PostgreSQL") < text.index("SQLite")
+    assert complaint.id in [r.episode.id for r in b.episodes]
+
+
+def test_seed_primary_language_changes_and_keeps_history(mem: Memory) -> None:
+    mem.retain("我本地主力语言是 TypeScript，开发环境为 macOS", user_id="u1", timestamp=ago(90))
+    mem.retain("把我的主力语言改成 Rust 吧", user_id="u1", timestamp=NOW)
+    mem.reflect(user_id="u1")
+    fact = mem.facts.get("primary_language", user_id="u1")
+    assert fact is not None and fact.value == "Rust"
+    assert [v.value for v in mem.facts.history("primary_language", user_id="u1")] == ["TypeScript", "Rust"]
+    os_fact = mem.facts.get("target_os", user_id="u1")
+    assert os_fact is not None and os_fact.value == "macOS"
+    text = mem.recall("用我的主力语言写个脚本", user_id="u1", now=NOW).render(max_tokens=300)
+    assert "Rust" in text and text.index("Rust") < text.index("TypeScript")  # the stale value only as history
+
+
+def test_seed_last_months_docker_port(mem: Memory) -> None:
+    port_8080 = mem.retain("在 Docker 容器中启动 Node 服务，端口映射为 8080", user_id="u1", timestamp=ago(30))
+    mem.retain("配置 Nginx 反向代理，监听 443 端口", user_id="u1", timestamp=ago(28))
+    mem.retain("MySQL 容器连接超时，排查发现宿主机 3306 端口被占用", user_id="u1", timestamp=ago(26))
+    mem.retain("在 Docker 里跑 Node 脚本，端口映射为 3000", user_id="u1", timestamp=ago(90))
+    b = mem.recall("上个月 Docker 里跑 Node 脚本的端口号是多少", user_id="u1", now=NOW)
+    assert b.episodes[0].episode.id == port_8080.id
+
+
+def test_seed_travel_policy_and_the_taxi_fare(mem: Memory) -> None:
+    policy = mem.knowledge.add("公司《差旅制度 2026版》：上海市内交通（打车）报销上限 100 元/天", timestamp=ago(120))
+    fare = mem.retain("张三上周在上海出差，打车实际花了 85 元", user_id="u1", timestamp=ago(7))
+    b = mem.recall("按照公司最新规定，我上周在上海出差的打车费能全额报销吗", user_id="u1", now=NOW)
+    assert b.knowledge[0].doc.id == policy.id
+    assert b.episodes[0].episode.id == fare.id

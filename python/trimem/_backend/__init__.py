@@ -25,6 +25,8 @@ The contract, which ``tests/backend`` checks for every backend:
   (``Scored.weak``) and ordered after every confident one; only a hit that shares no keyword
   and whose vector is less similar than ``Floors.cosine`` is dropped, as unrelated. Each hit
   carries its per-signal scores.
+* **Facts** — a fact's write (``OpFact``) may carry its vector; every current fact is
+  searchable (``search_facts``) until it is deleted, forgotten or its user is.
 * **Use counts** — ``touch`` counts uses and mentions at once; a backend may persist them
   lazily (a crash may lose the last few counts, never a write).
 * **Errors** — only :class:`trimem.errors.TrimemError` subclasses; a failed call changes nothing.
@@ -49,6 +51,7 @@ from trimem.records import (
     RecalledEpisode,
     RecalledKnowledge,
     Recovery,
+    Scored,
     SearchMode,
 )
 
@@ -177,6 +180,16 @@ class Backend(Protocol):
         ...
 
     def fact_history(self, agent_id: str, user_id: str, key: str) -> list[FactVersion]: ...
+
+    def search_facts(self, query: Query, policy: Policy) -> list[tuple[Fact, Scored]]:
+        """The current facts of ``query.namespace`` (an ``"agent/user"``) nearest to the query, by
+        the fact index: each fact's key phrases (English and Chinese) and value by keywords, the
+        vector its write carried by meaning; weak ones labelled and last, like a search."""
+        ...
+
+    def fact_vectors(self, agent_id: str, user_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors the fact index holds for these keys of the user (those it has)."""
+        ...
 
     def fact_histories(self) -> list[tuple[str, str, str, list[FactVersion], bool]]:
         """(agent, user, key, history, pinned) of every fact ever set (export reads these)."""

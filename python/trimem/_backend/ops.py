@@ -43,6 +43,7 @@ class OpFact(msgspec.Struct, tag="fact", frozen=True):
     value: str | None  # None deletes
     at: int
     source: list[int] = []
+    vector: bytes | None = None  # float32: what the fact index searches by meaning
 
 
 class OpAlias(msgspec.Struct, tag="alias", frozen=True):

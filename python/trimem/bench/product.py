@@ -133,6 +133,7 @@ class CachedEmbedder:
         self.inner = inner
         self.name = str(inner.name)
         self.dim = int(inner.dim)
+        self.languages = getattr(inner, "languages", None)  # what the memory reads of the embedder
         self.calls = 0
         self.embedded = 0
         self._cache = EmbeddingCache(_OneCall(inner), directory, progress=progress)

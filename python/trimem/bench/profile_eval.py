@@ -218,13 +218,16 @@ def verdict(text: str, probe: Probe) -> str | None:
 
 def confident(bundle: Any) -> bool:
     """Whether a recall bundle presents something as a confident match: an episode the library
-    does not label weak (while it has no such label, any episode at all), or a profile fact the
-    request touches (its key among the rewriter's keys). One small function so the library's owner
-    can refine the definition once bundles label their matches."""
+    does not label weak (while it has no such label, any episode at all), a profile fact the
+    request touches (its key among the rewriter's keys), or a fact found by keywords and meaning
+    that is not labelled weak."""
     if any(weak_label(r) is not True for r in bundle.episodes):
         return True
     touched = set(bundle.intent.keys)
-    return any(f.key in touched for f in bundle.profile)
+    matches = getattr(bundle, "profile_matches", {})
+    return any(
+        f.key in touched or (f.key in matches and weak_label(matches[f.key]) is not True) for f in bundle.profile
+    )
 
 
 # ============================================================================ the run

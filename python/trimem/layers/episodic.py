@@ -277,6 +277,8 @@ class EpisodicMemory(IndexedLayer):
         if not isinstance(mode, str) or mode not in ("hybrid", "bm25", "vector"):
             raise InvalidArgumentError(f'mode must be "hybrid", "bm25" or "vector", got {shown(mode)}')
         tr = to_micros_range(time_range)
+        if mode == "hybrid" and not self._embed.vouches(query):
+            mode = "bm25"  # a blind vector leg would only drag the fused ranking down
         if vector is None and mode != "bm25":
             vector = self._embed.one(query)
         at = now_micros(now)
@@ -286,7 +288,7 @@ class EpisodicMemory(IndexedLayer):
                 vector=vector,
                 namespace=ns,
                 k=k,
-                floors=self.floors,
+                floors=self._embed.floors(self.floors, query),
                 now=at,
                 time_range=tr,
                 session=session_id,

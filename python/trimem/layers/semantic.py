@@ -18,18 +18,23 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
-from trimem._backend import Backend, Query
+from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_plain, check_str, shown
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
-from trimem.layers._shared import IndexedLayer, check_text
-from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge
-from trimem.scope import SHARED, Shared, check_id, knowledge_namespace, knowledge_owner
+from trimem.layers._shared import Embedding, IndexedLayer, check_text
+from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
+from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
+from trimem.text.keys import is_note_key
 from trimem.timeutil import TimeLike, now_micros, to_micros
+
+if TYPE_CHECKING:
+    from trimem.config import Policy
 
 MAX_KEY_CHARS = 128
 MAX_VALUE_CHARS = 4096
@@ -55,11 +60,12 @@ def _sources(source: Iterable[int]) -> list[int]:
     return out
 
 
-class Facts:
-    """Key → value facts per (agent, user), each with its full history and provenance."""
+class Facts(IndexedLayer):
+    """Key → value facts per (agent, user), each with its full history and provenance; the
+    current ones are indexed by keywords and meaning (:meth:`search`)."""
 
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
+    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+        super().__init__(backend, embedding, policy, floors)
         self._checked: set[tuple[str, str]] = set()
 
     def _scope(self, user_id: str, agent_id: str) -> tuple[str, str]:
@@ -95,7 +101,9 @@ class Facts:
             old = self._backend.fact(agent_id, user_id, key)
             if old is not None and old.value == value:
                 return FactChange(op="noop", key=key, value=value, old_value=value, source=src)
-            self._backend.write([OpFact(agent_id, user_id, key, value, now_micros(at), src)])
+            vector = self.embed_fact(key, value)
+            data = None if vector is None else vector.astype(np.float32).tobytes()
+            self._backend.write([OpFact(agent_id, user_id, key, value, now_micros(at), src, data)])
         return FactChange(
             op="update" if old else "set", key=key, value=value, old_value=old.value if old else None, source=src
         )
@@ -118,6 +126,10 @@ class Facts:
                 return FactChange(op="noop", key=key, value=None, source=src)
             self._backend.write([OpFact(agent_id, user_id, key, None, now_micros(at), src)])
         return FactChange(op="delete", key=key, value=None, old_value=old.value, source=src)
+
+    def embed_fact(self, key: str, value: str) -> np.ndarray | None:
+        """The vector the fact index keeps of a fact: a note's text, else "key words: value"."""
+        return self._embed.one(value if is_note_key(key) else f"{key.replace('_', ' ')}: {value}")
 
     def alias(self, keys: str | Sequence[str], words: Sequence[str]) -> None:
         """Words (any language) that stand for one key or several: recall reads those facts
@@ -202,6 +214,43 @@ class Facts:
     def aliases(self) -> dict[str, builtins.list[str]]:
         """Word → keys, including each known key's own name (with spaces for underscores)."""
         return self._backend.aliases()
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        agent_id: str = "default",
+        k: int = 5,
+        vector: np.ndarray | None = None,
+        now: TimeLike | None = None,
+    ) -> builtins.list[tuple[Fact, Scored]]:
+        """The user's current facts and notes nearest to `query` by keywords and meaning, best
+        first (those under the floors of a confident match labelled weak, after the others).
+
+        >>> from trimem import Memory
+        >>> mem = Memory(embedder=None)
+        >>> _ = mem.facts.set("database", "PostgreSQL", user_id="u1")
+        >>> [(f.key, f.value) for f, _ in mem.facts.search("连接到数据库", user_id="u1")]
+        [('database', 'PostgreSQL')]
+        """
+        agent_id, user_id = self._scope(user_id, agent_id)
+        check_text(query)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
+        if vector is None:
+            vector = self._embed.one(query)
+        # Every fact of the user is a candidate: a request names a fact only indirectly more often
+        # than not, so no similarity floor drops one; the floors only label the weak.
+        floors = msgspec.structs.replace(self._embed.floors(self.floors, query), cosine=-1.0)
+        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k, floors=floors,
+                  now=now_micros(now))  # fmt: skip
+        return self._backend.search_facts(q, self._policy)
+
+    def vectors(self, keys: Sequence[str], *, user_id: str, agent_id: str = "default") -> dict[str, np.ndarray]:
+        """The fact index's vectors of the user's `keys` (those it has)."""
+        agent_id, user_id = self._scope(user_id, agent_id)
+        return self._backend.fact_vectors(agent_id, user_id, keys)
 
 
 class KnowledgeBase(IndexedLayer):
@@ -327,7 +376,9 @@ class KnowledgeBase(IndexedLayer):
         check_text(query)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
-        if vector is None:
+        if not self._embed.vouches(query):
+            vector = None  # keywords only: a blind vector leg would drag the fused ranking down
+        elif vector is None:
             vector = self._embed.one(query)
         owner = knowledge_owner(user_id)
         spaces = [knowledge_namespace(agent_id, None)]
@@ -342,7 +393,7 @@ class KnowledgeBase(IndexedLayer):
                     vector=vector,
                     namespace=ns,
                     k=k,
-                    floors=self.floors,
+                    floors=self._embed.floors(self.floors, query),
                     now=at,
                     time_range=None if before is None else (-(2**63), before),
                 ),

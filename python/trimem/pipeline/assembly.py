@@ -90,7 +90,7 @@ def assemble(
         graph=GraphView,
     )
     episodic = EpisodicMemory(backend, embedding, policy, floor)
-    facts = Facts(backend)
+    facts = Facts(backend, embedding, policy, floor)
     knowledge = KnowledgeBase(backend, embedding, policy, floor)
     sessions = Sessions(backend, policy)
     recall = Recall(

@@ -14,8 +14,10 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from trimem._checks import check_callable, check_int
-from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Turn
+from trimem.config import PROFILE_SHARE
+from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Scored, Turn
 from trimem.rewrite import MemoryIntent
+from trimem.text.keys import is_note_key
 from trimem.timeutil import from_micros
 
 __all__ = ["RecallBundle"]
@@ -28,6 +30,7 @@ SECTION_TITLES = {
 }
 
 _WEAK = "(weak match) "
+_HISTORY_CHARS = 120  # a superseded value is shown this long at most
 
 
 def _quote(text: str, limit: int = 2000) -> str:
@@ -44,6 +47,8 @@ class RecallBundle:
     query: str
     intent: MemoryIntent
     profile: list[Fact] = field(default_factory=list)
+    # facts and notes found by keywords and meaning (not pinned or named by key): their scores
+    profile_matches: dict[str, Scored] = field(default_factory=dict)
     episodes: list[RecalledEpisode] = field(default_factory=list)
     knowledge: list[RecalledKnowledge] = field(default_factory=list)
     working: list[Turn] = field(default_factory=list)
@@ -60,7 +65,7 @@ class RecallBundle:
 
         working = [f"- {name} = {value!r}" for name, value in self.working_vars.items()]
         working += [f"- {t.role}: {_quote(t.text, 500)[2:]}" for t in self.working]
-        profile = [f"- {f.key}: {f.value} (since {fmt(f.updated_at)})" for f in self.profile]
+        profile = [self._fact_line(f, lambda us: from_micros(us, self.tz).strftime("%Y-%m-%d")) for f in self.profile]
         episodes = []
         for r in self.episodes:
             e = r.episode
@@ -74,9 +79,31 @@ class RecallBundle:
         ]
         return {"working": working, "profile": profile, "episodes": episodes, "knowledge": knowledge}
 
+    def _fact_line(self, f: Fact, day: Callable[[int], str]) -> str:
+        """A fact as ``key: value`` (a note as its text), since when, and the value it replaced:
+        a stale value appears only as history, after the current one."""
+        scored = self.profile_matches.get(f.key)
+        weak = _WEAK if scored is not None and scored.weak else ""
+        before = [v for v in f.history if v.valid_to is not None and v.value is not None and v.value != f.value]
+        was = ""
+        if before:
+            old = before[-1]
+            shown = (
+                old.value
+                if old.value is not None and len(old.value) <= _HISTORY_CHARS
+                else f"{(old.value or '')[: _HISTORY_CHARS - 1]}…"
+            )
+            was = f"; was: {shown} until {day(old.valid_to or f.updated_at)}"
+        text = " ".join(f.value.split())
+        if is_note_key(f.key):
+            return f"- {weak}{text} ({day(f.updated_at)}{was})"
+        return f"- {weak}{f.key}: {text} (since {day(f.updated_at)}{was})"
+
     def render(self, max_tokens: int = 2000, *, counter: Callable[[str], int] | None = None) -> str:
         """One prompt context, sections in a fixed order, never over `max_tokens` as measured by
-        `counter` (tiktoken when installed, else a count that never undercounts)."""
+        `counter` (tiktoken when installed, else a count that never undercounts). The profile
+        fills at most ``PROFILE_SHARE`` of it; an event already shown as a profile note is not
+        repeated."""
         check_int("max_tokens", max_tokens, low=1)
         if counter is not None:
             check_callable("counter", counter)
@@ -86,18 +113,26 @@ class RecallBundle:
             counter = default_counter()
         out: list[str] = []
         used = 0
-        for name, lines in self.sections().items():
+        sections = self.sections()
+        noted: set[int] = set()  # the source episodes of the notes shown
+        for name, lines in sections.items():
             if not lines:
                 continue
             title = SECTION_TITLES[name]
             title_cost = counter(title + "\n")
+            cap = used + int(max_tokens * PROFILE_SHARE) if name == "profile" else max_tokens
             kept: list[str] = []
-            for line in lines:
+            for i, line in enumerate(lines):
+                if name == "episodes" and self.episodes[i].episode.id in noted:
+                    continue
                 cost = counter(line + "\n")
-                if used + title_cost * (not kept) + cost > max_tokens:
+                # the profile's first line may take more than its share: the profile comes first
+                if used + title_cost * (not kept) + cost > (min(cap, max_tokens) if kept else max_tokens):
                     continue  # a later, shorter line may still fit
                 used += title_cost * (not kept) + cost
                 kept.append(line)
+                if name == "profile" and is_note_key(self.profile[i].key):
+                    noted.update(self.profile[i].source)
             if kept:
                 out.append(title)
                 out.extend(kept)

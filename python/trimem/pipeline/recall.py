@@ -12,9 +12,11 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 import msgspec
+import numpy as np
 
 from trimem._checks import check_bool, check_callable, check_int, shown
 from trimem._core import tokenize
+from trimem.config import PROFILE_K
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.layers._shared import Embedding, check_text
 from trimem.pipeline.bundle import RecallBundle
@@ -129,9 +131,10 @@ class Recall:
                     layers=layers,
                 )
         t1 = time.perf_counter()
-        profile = self._profile(intent, user_id=user_id, agent_id=agent_id, cutoff=cutoff)
-        t2 = time.perf_counter()
         vector = self._embed.one(text)
+        t2 = time.perf_counter()
+        profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
+                                         cutoff=cutoff)  # fmt: skip
         t3 = time.perf_counter()
         episodes = self._episodic.search(
             text,
@@ -155,8 +158,8 @@ class Recall:
             self._backend.touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
         timings = {
             "rewrite": _ms(t0, t1),
-            "facts": _ms(t1, t2),
-            "embed": _ms(t2, t3),
+            "embed": _ms(t1, t2),
+            "facts": _ms(t2, t3),
             "episodes": _ms(t3, t4),
             "knowledge": _ms(t4, t5),
             "total": _ms(t0, time.perf_counter()),
@@ -165,6 +168,7 @@ class Recall:
             query=query,
             intent=intent,
             profile=profile,
+            profile_matches=matches,
             episodes=episodes,
             knowledge=knowledge,
             working=working,
@@ -174,16 +178,34 @@ class Recall:
             layers=[*layers, "semantic", "episodic"],
         )
 
-    def _profile(self, intent: MemoryIntent, *, user_id: str, agent_id: str, cutoff: int | None) -> list[Fact]:
-        """Pinned facts, then the facts the question touches (as they stood at ``cutoff``)."""
+    def _profile(
+        self,
+        intent: MemoryIntent,
+        text: str,
+        vector: np.ndarray | None,
+        *,
+        user_id: str,
+        agent_id: str,
+        now: int,
+        cutoff: int | None,
+    ) -> tuple[list[Fact], dict[str, Scored]]:
+        """Pinned facts, the facts the question names by key, then those the fact index finds
+        nearest by keywords and meaning (with their scores); as they stood at ``cutoff``."""
         profile: dict[str, Fact] = {f.key: f for f in self._facts.pinned(user_id=user_id, agent_id=agent_id)}
         for key in intent.keys:
             fact = self._facts.get(key, user_id=user_id, agent_id=agent_id)
             if fact is not None and key not in profile:
                 profile[key] = fact
+        matches: dict[str, Scored] = {}
+        for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
+                                               now=now):  # fmt: skip
+            if fact.key not in profile:
+                profile[fact.key] = fact
+                matches[fact.key] = scored
         if cutoff is None:
-            return list(profile.values())
-        return self._facts.as_of_many([*profile, *intent.keys], cutoff, user_id=user_id, agent_id=agent_id)
+            return list(profile.values()), matches
+        held = self._facts.as_of_many([*profile, *intent.keys], cutoff, user_id=user_id, agent_id=agent_id)
+        return held, {f.key: matches[f.key] for f in held if f.key in matches}
 
     def _with_fact_sources(
         self, episodes: list[RecalledEpisode], profile: list[Fact], intent: MemoryIntent, k: int, namespace: str

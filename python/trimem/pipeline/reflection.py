@@ -15,19 +15,27 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from trimem._backend.ops import OpCursor
 from trimem._checks import check_callable, shown
+from trimem._core import tokenize
+from trimem.config import SAME_SUBJECT_COSINE
 from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
-from trimem.reflect import Extractor, RuleExtractor
+from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
+from trimem.text.keys import NOTE_PREFIX, is_note_key
+from trimem.text.notes import NOT_SUBJECT_WORDS, note_key, read_notes, states_change
+from trimem.text.script import has_han
+from trimem.text.stopwords import QUERY_STOPWORDS
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
     from trimem.layers.semantic import Facts
 
 
-__all__ = ["Reflection", "Reflector", "phrase_aliases"]
+__all__ = ["Reflection", "Reflector", "phrase_aliases", "subject_words"]
 log = logging.getLogger("trimem")
 
 
@@ -64,6 +72,8 @@ class Reflection:
             changes: list[FactChange] = []
             for p in ex(eps, current):
                 at = max((when[s] for s in p.source if s in when), default=None)
+                if p.key == NOTE and p.value is not None:
+                    p = msgspec.structs.replace(p, key=self._note_key(p.value, user_id=user_id, agent_id=agent_id))
                 if p.op == "delete":
                     ch = self._facts.delete(p.key, user_id=user_id, agent_id=agent_id, source=p.source, at=at)
                 else:
@@ -82,10 +92,44 @@ class Reflection:
             backend.write([OpCursor(agent_id, user_id, max(new_ids))])
             return changes
 
+    def _note_key(self, text: str, *, user_id: str, agent_id: str) -> str:
+        """Where a new note goes: the key of the note it restates or, when it states a change
+        ("I drive in now"), of the earlier note on the same subject — sharing its words or, in a
+        language the embedder reads, close in meaning — else a key of its own."""
+        notes = {f.key: f.value for f in self._facts.list(user_id=user_id, agent_id=agent_id) if is_note_key(f.key)}
+        for key, value in notes.items():
+            if value == text:
+                return key
+        read = read_notes(text)
+        if notes and read and read[0].change:
+            words = subject_words(text)
+            shared = {key: len(words & subject_words(value)) for key, value in notes.items()}
+            cosine: dict[str, float] = {}
+            vector = self._facts.embed_fact(NOTE_PREFIX, text)
+            if vector is not None:
+                held = self._facts.vectors(list(notes), user_id=user_id, agent_id=agent_id)
+                cosine = {key: float(v @ vector) for key, v in held.items()}
+            best = max(notes, key=lambda key: (shared[key] + cosine.get(key, 0.0), key))
+            # the embedders of the Latin-script world place any two Chinese texts close together
+            by_meaning = not has_han(text) and cosine.get(best, 0.0) >= SAME_SUBJECT_COSINE
+            if shared[best] >= 1 or by_meaning:
+                return best
+        return note_key(text, notes)
+
     def pending(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""
         b = self._backend
         return [(a, u) for a, u in b.users() if b.newest_episode(a, u) > b.cursor(a, u)]
+
+
+_NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORDS)}", stem=True))
+
+
+def subject_words(text: str) -> frozenset[str]:
+    """What a note is about, as index terms (stemmed English words, Chinese character pairs,
+    stopwords and words of time and change out)."""
+    words = tokenize(text, stem=True, stopwords=True)
+    return frozenset(w for w in words if len(w) > 1 and w not in _NOT_SUBJECT and not states_change(w))
 
 
 def phrase_aliases(aliases: Mapping[str, list[str]]) -> dict[str, str]:

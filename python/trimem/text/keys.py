@@ -26,10 +26,13 @@ from trimem.text.script import HAN_RANGE, LATIN_END, LATIN_START, has_han, prepa
 __all__ = [
     "DENY_WORDS",
     "KEY_PHRASES",
+    "NOTE_PREFIX",
     "PROFILE_KEYS",
     "KeyHit",
     "KeyMode",
+    "fact_text",
     "is_denied_key",
+    "is_note_key",
     "is_valid_key",
     "key_phrase",
     "lookup_key",
@@ -45,7 +48,7 @@ KEY_PHRASES: Final[Mapping[str, str]] = {
     "language of choice|主力语言|主要语言|编程语言|主力编程语言|主要编程语言|开发语言|主语言",
     "database": "database|main database|primary database|db|main db|primary db|database engine|"
     "数据库|主数据库|主要数据库",
-    "target_os": "os|operating system|system|target os|target operating system|操作系统|系统|电脑系统",
+    "target_os": "os|operating system|system|target os|target operating system|操作系统|系统|电脑系统|开发环境|开发系统",
     "editor": "editor|ide|code editor|text editor|编辑器|代码编辑器",
     "name": "name|名字|姓名",
     "timezone": "timezone|time zone|时区",
@@ -141,6 +144,28 @@ class KeyHit(NamedTuple):
         """Named by an alias or the table, or a common profile key: a value needs no
         identifier-like look to count."""
         return self.how in ("alias", "table") or self.key in PROFILE_KEYS
+
+
+NOTE_PREFIX: Final = "note_"
+"""Keys of profile notes (:mod:`trimem.text.notes`) start with this; their value is the note."""
+
+
+def is_note_key(key: str) -> bool:
+    return key.startswith(NOTE_PREFIX)
+
+
+def fact_text(key: str, value: str) -> str:
+    """What the fact index reads of a fact: every phrase of the key-phrase table naming its key
+    (English and Chinese, so either language's request finds it), or the key's own words, then
+    the value; a note is its text alone.
+
+    >>> fact_text("database", "PostgreSQL").split("|")[-1], fact_text("note_bike", "I bike to work")
+    (' PostgreSQL', 'I bike to work')
+    """
+    if is_note_key(key):
+        return value
+    phrases = KEY_PHRASES.get(key)
+    return f"{phrases if phrases else key.replace('_', ' ')}| {value}"
 
 
 def key_phrase(phrase: str) -> str:

@@ -261,6 +261,15 @@ _SHAPES: Final = [
         key_mode="profile",
     ),
     _r(
+        # "我本地主力语言是 X", "我平时的编辑器是 X": a place or habit word between me and a known key
+        "zh_me_key_is",
+        r"(?:我们|咱们|我)(?:本地|平时|平常|现在|目前|日常|一般|主要|工作中|公司里|在公司|在家)的?"
+        r"(?P<key>[^,;的是为]{1,8}?)(?:是|为|用的是)(?P<value>.+)$",
+        "personal",
+        "fact",
+        key_mode="known",
+    ),
+    _r(
         "zh_my_fav_is",
         r"我(?P<key>最?(?:喜欢|常用|惯用|首选)的[^,;]{1,8}?)(?:是|为)(?P<value>.+)$",
         "personal",
@@ -430,6 +439,7 @@ _GATES: Final = {
     "lets_go_with": "let's lets let we're we we'll",
     "lets_use_as": "let's lets let",
     "zh_my_key_is": "的",
+    "zh_me_key_is": "我 咱",
     "zh_my_fav_is": "我",
     "zh_key_is": "是 为",
     "zh_value_is_my_key": "是我",

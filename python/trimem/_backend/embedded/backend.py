@@ -1,6 +1,6 @@
-"""The embedded backend: two engine indexes (episodes, knowledge), the fact table and the
-lifecycle's counters and cursors in process, made durable by the journal in a folder (or held
-in memory only, without a path).
+"""The embedded backend: three engine indexes (episodes, knowledge, the fact index), the fact
+table and the lifecycle's counters and cursors in process, made durable by the journal in a
+folder (or held in memory only, without a path).
 
 Every change is an op; one handler per op type applies it, the same whether the op is live or
 replayed from the log on open, so the two cannot differ.
@@ -8,8 +8,10 @@ replayed from the log on open, so the two cannot differ.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from trimem._backend import Columns, Query, Stored
-from trimem._backend.embedded.facts import FactTable
+from trimem._backend.embedded.facts import FactKey, FactTable
 from trimem._backend.embedded.journal import Journal
 from trimem._backend.ops import (
     MemoryState,
@@ -38,7 +40,7 @@ from trimem._backend.ops import (
     OpWorking,
 )
 from trimem._checks import check_path
-from trimem._core import Hits, HybridIndex
+from trimem._core import Hits, HybridIndex, tokenize
 from trimem.config import CHECKPOINT_BYTES, explain
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
@@ -60,15 +62,17 @@ from trimem.records import (
     search_text,
 )
 from trimem.scope import knowledge_namespace
+from trimem.text.keys import fact_text
 
 if TYPE_CHECKING:
     from trimem.config import Policy
 
 log = logging.getLogger("trimem")
 
-EPISODES, KNOWLEDGE = "episodes", "knowledge"
+EPISODES, KNOWLEDGE, FACTS = "episodes", "knowledge", "facts"
 # A log this large is folded into a snapshot on close, so the next open loads instead of replaying.
 _CLOSE_CHECKPOINT_BYTES = 4 << 20
+_BM25_K1 = 1.2  # the engine's default, which every index here uses
 
 
 class PerceptualStore(Protocol):
@@ -113,6 +117,7 @@ class EmbeddedBackend:
     ) -> None:
         self._lock = threading.RLock()
         self._dim = dim
+        self._stem, self._stopwords = stem, stopwords
         self._meta = OpMeta(embedder=embedder_name, dim=dim)
         self.checkpoint_bytes = checkpoint_bytes
         self.touch_flush = touch_flush
@@ -121,6 +126,10 @@ class EmbeddedBackend:
         self._episodes = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
         self._knowledge = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
         self._facts = FactTable()
+        # Each current fact, searched by keywords and meaning (one entry per fact, keyed by a
+        # hash of its scope and key; rebuilt from the fact table when a snapshot predates it).
+        self._fact_index = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
+        self._fact_keys: dict[int, FactKey] = {}
         self._by_source: dict[tuple[str, str | None, str], int] = {}
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
@@ -135,7 +144,7 @@ class EmbeddedBackend:
             OpRetain: self._apply_retain,
             OpTouch: self._apply_touch,
             OpKnowledge: self._apply_knowledge,
-            OpFact: self._facts.apply_fact,
+            OpFact: self._apply_fact,
             OpAlias: self._facts.apply_alias,
             OpPin: self._facts.apply_pin,
             OpForget: self._apply_forget,
@@ -207,12 +216,23 @@ class EmbeddedBackend:
                     self._episodes = index
                 else:
                     self._knowledge = index
+            self._load_fact_index(journal.snapshot_index(FACTS))
         seen_meta = st is not None
         for op in journal.replay():
             seen_meta = seen_meta or isinstance(op, OpMeta)
             self._apply(op)
         if not seen_meta:
             self.write([self._meta])
+
+    def _load_fact_index(self, index: HybridIndex | None) -> None:
+        """The snapshot's fact index, or (a snapshot written before there was one) an index of the
+        current facts by keywords only: their vectors were never stored."""
+        self._fact_keys = {fact_entry(fk): fk for fk in self._facts.current}
+        if index is not None:
+            self._fact_index = index
+            return
+        for fk in self._facts.current:
+            self._index_fact(fk, None)
 
     def _load_perceptual(self, journal: Journal, state: bytes) -> None:
         perceptual = self.perceptual()
@@ -391,6 +411,33 @@ class EmbeddedBackend:
             self._keep_mentions([op], duplicates)
         return duplicates
 
+    def _apply_fact(self, op: OpFact) -> None:
+        self._facts.apply_fact(op)
+        self._index_fact((op.agent_id, op.user_id, op.key), op.vector)
+
+    def _index_fact(self, fk: FactKey, vector: bytes | None) -> None:
+        """The fact index entry of `fk` as the fact now stands (none once it is deleted)."""
+        entry = fact_entry(fk)
+        self._fact_index.delete([entry], missing_ok=True)
+        fact = self._facts.current.get(fk)
+        if fact is None:
+            self._fact_keys.pop(entry, None)
+            return
+        self._fact_keys[entry] = fk
+        self._fact_index.add(
+            ids=[entry],
+            texts=[fact_text(fact.key, fact.value)],
+            timestamps=[fact.updated_at],
+            namespaces=[f"{fk[0]}/{fk[1]}"],
+            vectors=None if vector is None or not self._dim else self._vectors(vector, 1),
+        )
+
+    def _unindex_facts(self, keys: Sequence[FactKey]) -> None:
+        entries = [fact_entry(fk) for fk in keys]
+        self._fact_index.delete(entries, missing_ok=True)
+        for entry in entries:
+            self._fact_keys.pop(entry, None)
+
     def _apply_touch(self, op: OpTouch) -> None:
         if op.episode_ids:
             self._episodes.touch(op.episode_ids, op.at)
@@ -428,7 +475,9 @@ class EmbeddedBackend:
         self._knowledge.delete(list(gone), missing_ok=True)
         self._facts.forget_sources(op.episode_ids)
         self._facts.remove_keys(op.facts)
+        self._unindex_facts(op.facts)
         for agent_id, user_id in op.users:
+            self._unindex_facts([fk for fk in self._facts.history if fk[0] == agent_id and fk[1] == user_id])
             self._facts.remove_user(agent_id, user_id)
             self._cursors.pop((agent_id, user_id), None)
             self._user_last.pop((agent_id, user_id), None)
@@ -491,7 +540,9 @@ class EmbeddedBackend:
             if r is not None
         ]
 
-    def _search(self, index: HybridIndex, q: Query, policy: Policy, layer: str) -> tuple[Hits, list[int], set[int]]:
+    def _search(
+        self, index: HybridIndex, q: Query, policy: Policy, layer: str, keyword_floor: float | None = None
+    ) -> tuple[Hits, list[int], set[int]]:
         """The hits, the positions of the best ``q.k`` (confident ones first, weak ones after)
         and the positions of the weak. Twice ``k`` are fetched, so that a confident hit just past
         ``k`` in fused order takes the place of a weak one."""
@@ -507,7 +558,8 @@ class EmbeddedBackend:
             min_cosine=q.floors.cosine,
             **policy.search_terms(layer, q.now),
         )
-        keyword_floor = index.bm25_floor(q.text, q.floors.bm25_share)
+        if keyword_floor is None:
+            keyword_floor = index.bm25_floor(q.text, q.floors.bm25_share)
         alone = q.floors.cosine_alone
         # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
         with np.errstate(invalid="ignore"):
@@ -542,6 +594,34 @@ class EmbeddedBackend:
         if agent_id is None or user_id is None:
             return [(a, u, f) for (a, u, _), f in self._facts.current.items()]
         return [(agent_id, user_id, f) for f in self._facts.of_user(agent_id, user_id)]
+
+    def search_facts(self, query: Query, policy: Policy) -> list[tuple[Fact, Scored]]:
+        floor = self._whole_query_floor(self._fact_index, query.text, query.floors.bm25_share)
+        hits, order, weak = self._search(self._fact_index, query, policy, "semantic", floor)
+        out: list[tuple[Fact, Scored]] = []
+        for i in order:
+            fact = self._facts.current.get(self._fact_keys.get(int(hits.ids[i]), ("", "", "")))
+            if fact is not None:
+                out.append((fact, _scored(hits, i, policy, weak=i in weak)))
+        return out
+
+    def _whole_query_floor(self, index: HybridIndex, text: str, share: float) -> float:
+        """The keyword floor with every word of the request counted, also those no fact holds: a
+        user's facts share common words ("my", "I") with any request, and a request about what
+        was never said ("my daughter's name") is mostly words no fact holds."""
+        n = len(index)
+        if n == 0 or share <= 0.0:
+            return 0.0
+        terms = set(tokenize(text, stem=self._stem, stopwords=self._stopwords))
+        mass = sum(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in map(index.doc_freq, terms))
+        return share * mass / (1.0 + _BM25_K1)
+
+    def fact_vectors(self, agent_id: str, user_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for key, rec in zip(keys, self._fact_index.get_many([fact_entry((agent_id, user_id, k)) for k in keys])):
+            if rec is not None and rec.vector is not None:
+                out[key] = np.asarray(rec.vector, dtype=np.float32)
+        return out
 
     def fact_history(self, agent_id: str, user_id: str, key: str) -> list[FactVersion]:
         return list(self._facts.history.get((agent_id, user_id, key), []))
@@ -598,7 +678,8 @@ class EmbeddedBackend:
             journal = self._writable()
             if journal is not None:
                 extra = [] if self._perceptual is None else self._perceptual.indexes()
-                journal.checkpoint([(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), *extra], self._state())
+                indexes = [(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), (FACTS, self._fact_index)]
+                journal.checkpoint([*indexes, *extra], self._state())
 
     def recovery(self) -> Recovery | None:
         if self._journal is None:
@@ -614,7 +695,11 @@ class EmbeddedBackend:
         )
 
     def index_stats(self) -> dict[str, dict[str, int | float | str | None]]:
-        return {"episode_index": self._episodes.stats(), "knowledge_index": self._knowledge.stats()}
+        return {
+            "episode_index": self._episodes.stats(),
+            "knowledge_index": self._knowledge.stats(),
+            "fact_index": self._fact_index.stats(),
+        }
 
     def close(self) -> None:
         """Flushes pending counts and closes the store (a log of more than a few MB is first
@@ -642,6 +727,12 @@ class EmbeddedBackend:
     @property
     def last_id(self) -> int:
         return self._last_id
+
+
+def fact_entry(fk: FactKey) -> int:
+    """The fact index id of one (agent, user, key): a stable 63-bit hash (ids are per index)."""
+    digest = hashlib.blake2b("\x1f".join(fk).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 def document_text(d: KnowledgeDoc) -> str:

@@ -1,0 +1,206 @@
+"""Profile notes: what a user says about their own life that no fact key names — "Most days I
+commute by bike", "I'm colour-blind", "周末都留给孩子" — kept whole, as the user said it.
+
+A note is a statement of a lasting state, habit, constraint or change; not a question, a request
+to the assistant, a hypothetical, a one-off event told in the past tense ("Had a great call with
+the team"), or something about one moment ("Sandstorm today"). A note that states a change ("I
+drive in now", "现在住亦庄", "we moved to Condens") may replace an earlier note on the same subject:
+:data:`NOT_SUBJECT_WORDS` are words two notes are not compared on.
+
+>>> [n.text for n in read_notes("I'm allergic to cats. My eyes swell shut within an hour.")]
+["I'm allergic to cats. My eyes swell shut within an hour."]
+>>> read_notes("Can you explain the difference?"), read_notes("Had a great brainstorm with the team.")
+([], [])
+>>> n = read_notes("They cut the route, so I drive in now.")[0]
+>>> n.change, n.language
+(True, 'en')
+>>> read_notes("今天评审被技术怼了"), read_notes("帮我写个用户访谈提纲")
+([], [])
+>>> [n.text for n in read_notes("我每天坐地铁十号线上下班")]
+['我每天坐地铁十号线上下班']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from typing import Final
+
+import msgspec
+
+from trimem.text.guard import is_injection
+from trimem.text.keys import DENY_WORDS, NOTE_PREFIX, is_denied_key
+from trimem.text.script import Language, has_han, language, prepare_text
+from trimem.text.sentences import is_polite, sentences
+from trimem.text.stopwords import QUERY_STOPWORDS
+
+__all__ = ["MAX_NOTE_CHARS", "NOT_SUBJECT_WORDS", "Note", "note_key", "read_notes", "states_change"]
+
+MAX_NOTE_CHARS: Final = 400
+"""A note is a sentence or two; longer text (pasted prose, logs) is not a statement about oneself."""
+
+_EN_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
+_EN_WORD_LOWER: Final = re.compile(r"[a-z]+")
+_EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b|\bi’", re.I)
+# A request or instruction to the assistant, by its first word.
+_REQUEST_START: Final = frozenset(
+    "can could would will please help tell show give write make pick find book plan schedule remind "
+    "draft create suggest recommend summarize summarise explain translate check list let's lets send "
+    "set add draw compare analyze analyse rephrase convert generate build fix review calculate "
+    "estimate order look search describe outline prepare edit proofread rewrite reply answer "
+    "update change switch use forget remove delete rename move run install try hey hi hello thanks "
+    "thank ok okay".split()
+)
+# About one moment, not a lasting state.
+_EN_MOMENT: Final = re.compile(
+    r"\b(?:today|tonight|yesterday|this\s+(?:morning|afternoon|evening|week)|last\s+night|just\s+now|"
+    r"right\s+now|earlier\s+today|so\s+far\s+today)\b",
+    re.I,
+)
+_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|最近")
+# Habits and changes outlast the moment they are told in.
+_EN_LASTING: Final = re.compile(
+    r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|"
+    r"weekends|mornings|evenings|nights|now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|"
+    r"from\s+now\s+on|instead|since|no\s+more|agreed|decided|settled)\b",
+    re.I,
+)
+_ZH_LASTING: Final = re.compile(
+    r"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|现在|以后|今后|不再|已经|改成|换成|改为|换到|搬"
+)
+_EN_CHANGE: Final = re.compile(
+    r"\b(?:now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|from\s+now\s+on|instead|switched|"
+    r"no\s+more|moved|changed|migrated|replaced|started|stopped|quit|became|converted|transferred|"
+    r"pushed|postponed|cancelled|canceled)\b",
+    re.I,
+)
+_ZH_CHANGE: Final = re.compile(
+    r"现在|以后|今后|不再|已经|改成|换成|改为|换到|换了|改了|搬|转到|新的|新来|最近开始|开始"
+)
+# A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
+_EN_PRESENT: Final = re.compile(
+    r"(?:'m|'re|'ve|'s|’m|’re|’ve|’s)\b|\b(?:am|is|are|do|does|don't|doesn't|have|has|can|can't|cannot|"
+    r"must|need|prefer|like|love|hate|live|work|use|take|eat|drink|own|play|keep|run|go|get|belong|"
+    r"belongs|mean|means|want|tend|stay)\b",
+    re.I,
+)
+_PAST_VERB: Final = (
+    r"(?:was|were|had|did|went|came|got|made|took|saw|met|said|told|found|left|bought|ate|caught|ran|"
+    r"spent|sent|thought|felt|heard|lost|won|wrote|gave|[a-z]{2,}ed)"
+)
+# a past-tense verb that opens the sentence or follows its subject ("Had a call", "we went")
+_EN_PAST: Final = re.compile(
+    rf"^(?:just\s+)?{_PAST_VERB}\b|\b(?:i|we|they|he|she|it|you)\s+(?:just\s+|finally\s+|also\s+)?{_PAST_VERB}\b|"
+    r"\b(?:went|came|was|were|had)\b",
+    re.I,
+)
+_EN_PAST_OPENING: Final = re.compile(rf"(?:just\s+)?{_PAST_VERB}\b", re.I)
+_HYPOTHETICAL: Final = re.compile(
+    r"\b(?:if|unless|in\s+case|what\s+if|suppose|maybe|perhaps|wonder(?:ing)?|thinking\s+(?:about|of)|"
+    r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|万一|也许|或许|考虑|要不要",
+    re.I,
+)
+_ZH_QUESTION: Final = re.compile(r"什么|怎么|如何|哪|几[点个天号]|多少|为什么|是不是|能不能|可不可以|有没有|吗$|呢$")
+_ZH_REQUEST: Final = re.compile(r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|帮忙")
+_DENY_HAN: Final = re.compile(r"权限|角色|指令|系统提示|提示词|管理员|规则|身份")
+_ZH_SPACE: Final = re.compile(r"\s+")
+
+
+class Note(msgspec.Struct, frozen=True):
+    """One note: the user's own words (normal form), whether they state a change, the language."""
+
+    text: str
+    change: bool
+    language: Language
+
+
+def _en_note(body: str) -> bool:
+    words = _EN_WORD.findall(body)
+    if len(words) < 2:
+        return False
+    if words[0].casefold().replace("’", "'") in _REQUEST_START:
+        return False
+    lasting = _EN_LASTING.search(body) is not None
+    if _EN_MOMENT.search(body) and not lasting:
+        return False
+    # about the user (or their team, home, family): said in the first person, or as a habit or change
+    if not (_EN_PERSON.search(body) or lasting or _EN_CHANGE.search(body)):
+        return False
+    # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
+    # tells of a change ("we moved our repository to Condens"); one without a subject always is
+    if _EN_PAST_OPENING.match(body):
+        return _EN_PRESENT.search(body) is not None or lasting
+    return not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
+
+
+def _zh_note(body: str) -> bool:
+    core = _ZH_SPACE.sub("", body)
+    if len(core) < 4 or _ZH_QUESTION.search(core) or _ZH_REQUEST.search(core):
+        return False
+    # "了" marks a change of state as often as a past event: only a word for the moment decides
+    lasting = _ZH_LASTING.search(core) is not None or _ZH_CHANGE.search(core) is not None
+    return (lasting or "我" in core or "咱" in core) and not (_ZH_MOMENT.search(core) and not lasting)
+
+
+def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
+    """The note `text` holds (at most one: its sentences that read as notes, joined), or none.
+    Only the user's own words make notes (``by_user=False`` gives none)."""
+    if not by_user or not isinstance(text, str) or len(text) > MAX_NOTE_CHARS or is_injection(text):
+        return []
+    # a note about roles, permissions, prompts or rules would let stored text pose as authority
+    if DENY_WORDS.intersection(_EN_WORD_LOWER.findall(text.casefold())) or _DENY_HAN.search(text):
+        return []
+    kept: list[str] = []
+    for s in sentences(prepare_text(text)):
+        body = s.body.strip()
+        if s.question or is_polite(body) or _HYPOTHETICAL.search(body):
+            continue
+        if _zh_note(body) if has_han(body) else _en_note(body):
+            kept.append(s.text.strip())
+    if not kept:
+        return []
+    joined = " ".join(kept) if not has_han(kept[0]) else "".join(kept)
+    return [Note(joined, states_change(joined), language(joined))]
+
+
+def states_change(text: str) -> bool:
+    """Whether `text` says something changed ("now", "anymore", "moved", "现在", "改成")."""
+    return (_ZH_CHANGE if has_han(text) else _EN_CHANGE).search(text) is not None
+
+
+NOT_SUBJECT_WORDS: Final = (
+    "now anymore longer these days nowadays instead since new moved changed switched started stopped "
+    "every each always usually never most weekdays weekends mornings evenings nights today week month "
+    "year time day days work"
+)
+"""Words of time and change: they say when, not what, so two notes sharing only these are not
+about one subject."""
+
+
+_SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
+_SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
+_HAN_CHARS: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def note_key(text: str, taken: Container[str]) -> str:
+    """A readable key for a new note, not among `taken`: ``note_`` and its first content words
+    (``note_allergic_cats``), or its first Chinese characters (``note_每天坐地铁``).
+
+    >>> note_key("I'm allergic to cats.", ()), note_key("我每天坐地铁十号线上下班", ())
+    ('note_allergic_cats', 'note_每天坐地铁十')
+    """
+    if has_han(text):
+        chars = [c for c in _HAN_CHARS.findall(text) if c not in "我们的是了"]
+        base = NOTE_PREFIX + "".join(chars[:6])
+        limit = 12
+    else:
+        words = [w for w in _SLUG_WORD.findall(prepare_text(text).casefold()) if w not in _SLUG_SKIP]
+        content = [w for w in words if w not in QUERY_STOPWORDS] or words
+        base = NOTE_PREFIX + "_".join(w for w in content[:3] if w not in DENY_WORDS)
+        limit = 64
+    base = base if len(base) > len(NOTE_PREFIX) else NOTE_PREFIX + "about"
+    key, n = base[:limit], 2
+    while key in taken or is_denied_key(key):
+        suffix = f"_{n}"
+        key, n = base[: limit - len(suffix)] + suffix, n + 1
+    return key

@@ -1,0 +1,174 @@
+"""The fact index: every current fact and profile note, searched by keywords (its key's phrases in
+English and Chinese, its value) and meaning with every recall; kept in step with sets, deletes,
+forgetting and purges, on replay and in snapshots."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trimem import Memory
+from trimem._backend.embedded.backend import EPISODES, KNOWLEDGE
+
+NOW = datetime(2026, 11, 20, 10, tzinfo=UTC)
+
+
+def ago(days: float) -> datetime:
+    return NOW - timedelta(days=days)
+
+
+def keys(found: list) -> list[str]:  # type: ignore[type-arg]
+    return [f.key for f, _ in found]
+
+
+def test_a_request_in_either_language_finds_the_fact_its_key_phrases_name() -> None:
+    mem = Memory(embedder=None)
+    mem.facts.set("database", "PostgreSQL", user_id="u")
+    mem.facts.set("editor", "Neovim", user_id="u")
+    mem.facts.set("city", "Lisbon", user_id="u")
+    assert keys(mem.facts.search("连接到我们定下来的数据库", user_id="u")) == ["database"]
+    assert keys(mem.facts.search("open it in my code editor", user_id="u")) == ["editor"]
+    assert keys(mem.facts.search("lisbon weather", user_id="u")) == ["city"]  # by value too
+    assert mem.facts.search("连接到数据库", user_id="someone else") == []
+
+
+def test_the_index_follows_updates_and_deletes() -> None:
+    mem = Memory(embedder="hashing")
+    mem.facts.set("database", "MySQL", user_id="u")
+    mem.facts.set("database", "PostgreSQL", user_id="u")
+    (fact, scored), *_ = mem.facts.search("which database", user_id="u")
+    assert fact.value == "PostgreSQL" and scored.cosine is not None
+    assert mem.facts.search("mysql", user_id="u", k=1)[0][0].value == "PostgreSQL"  # the key, not the old value
+    mem.facts.delete("database", user_id="u")
+    assert mem.facts.search("which database", user_id="u") == []
+
+
+def test_facts_under_no_keyword_or_similarity_floor_are_ranked_and_labelled_weak() -> None:
+    mem = Memory(embedder="hashing")
+    mem.facts.set("note_cats", "I'm allergic to cats.", user_id="u")
+    mem.facts.set("note_bike", "Most days I commute by bike.", user_id="u")
+    found = mem.facts.search("should I stay at a place with animals", user_id="u")
+    assert sorted(keys(found)) == ["note_bike", "note_cats"]  # nothing dropped: a profile is small
+    assert all(s.weak for _, s in found)
+    assert not mem.facts.search("which cats am I allergic to", user_id="u")[0][1].weak
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_reopening_restores_the_index_with_its_vectors(tmp_path: Path, checkpoint: bool) -> None:
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        mem.facts.set("database", "PostgreSQL", user_id="u")
+        mem.facts.set("note_bike", "Most days I commute by bike.", user_id="u")
+        mem.facts.delete("database", user_id="u")
+        if checkpoint:
+            mem.checkpoint()
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        found = mem.facts.search("how do I commute", user_id="u")
+        assert keys(found) == ["note_bike"] and found[0][1].cosine is not None
+
+
+def test_a_snapshot_older_than_the_index_is_indexed_again_by_keywords(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        mem.facts.set("database", "PostgreSQL", user_id="u")
+        backend = mem._backend
+        assert backend._journal is not None
+        # a snapshot as written before there was a fact index: the two other indexes only
+        backend._journal.checkpoint([(EPISODES, backend._episodes), (KNOWLEDGE, backend._knowledge)], backend._state())
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        found = mem.facts.search("连接到数据库", user_id="u")
+        assert keys(found) == ["database"] and found[0][1].cosine is None
+
+
+def test_forgetting_a_user_and_purging_leave_nothing_of_their_facts(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        mem.retain("Most days I commute by my Zorblatt bicycle.", user_id="u", timestamp=ago(3))
+        mem.reflect(user_id="u")
+        mem.retain("I also commute by bike every day.", user_id="v", timestamp=ago(3))
+        mem.reflect(user_id="v")
+        assert keys(mem.facts.search("zorblatt", user_id="u"))
+        mem.checkpoint()
+        mem.forget(user_id="u", everything=True)
+        assert mem.facts.search("zorblatt commute", user_id="u") == []
+        assert keys(mem.facts.search("commute", user_id="v"))  # another user's notes stay
+        mem.purge()
+    folder = b"".join(p.read_bytes() for p in (tmp_path / "m").iterdir() if p.is_file())
+    assert b"Zorblatt" not in folder and "Zorblatt".lower().encode() not in folder
+    with Memory(tmp_path / "m", embedder="hashing") as mem:
+        assert mem.facts.search("zorblatt commute", user_id="u") == []
+
+
+def test_a_note_that_states_a_change_supersedes_the_note_on_its_subject() -> None:
+    mem = Memory(embedder="hashing")
+    mem.retain("I take the 7:40 express bus downtown every morning.", user_id="u", timestamp=ago(200))
+    mem.retain("I'm allergic to cats.", user_id="u", timestamp=ago(150))
+    mem.retain("I'm not on the express anymore, they cut the route, so I drive in now.", user_id="u", timestamp=ago(80))
+    changes = [(c.op, c.key) for c in mem.reflect(user_id="u")]
+    assert changes == [
+        ("set", "note_take_express_bus"),
+        ("set", "note_allergic_cats"),
+        ("update", "note_take_express_bus"),
+    ]
+    history = mem.facts.history("note_take_express_bus", user_id="u")
+    assert [v.value for v in history] == [
+        "I take the 7:40 express bus downtown every morning.",
+        "I'm not on the express anymore, they cut the route, so I drive in now.",
+    ]
+    text = mem.recall("What time should I leave for the express downtown?", user_id="u", now=NOW).render(300)
+    # the current note first, the stale one only as its history; the event is not repeated below
+    assert text.index("drive in now") < text.index("7:40") and text.count("drive in now") == 1
+
+
+def test_retain_many_finds_the_same_notes_as_retain_one_at_a_time() -> None:
+    said = [
+        ("I take the 7:40 express bus downtown every morning.", 200),
+        ("Can you explain what a contextual inquiry is?", 190),
+        ("我每天坐地铁十号线上下班", 150),
+        ("I'm not on the express anymore, so I drive in now.", 80),
+    ]
+    one, many = Memory(embedder="hashing"), Memory(embedder="hashing")
+    for text, days in said:
+        one.retain(text, user_id="u", timestamp=ago(days))
+    many.retain_many([{"text": t, "user_id": "u", "timestamp": ago(d)} for t, d in said])
+    read = [[(c.op, c.key, c.value) for c in m.reflect(user_id="u")] for m in (one, many)]
+    assert read[0] == read[1] and len(read[0]) == 3
+    q = "how do I get downtown"
+    assert one.recall(q, user_id="u", now=NOW).render(300) == many.recall(q, user_id="u", now=NOW).render(300)
+
+
+def test_the_profile_takes_at_most_its_share_of_the_budget() -> None:
+    mem = Memory(embedder="hashing")
+    for i in range(12):
+        mem.facts.set(f"note_{i}", f"I keep pet number {i}, a small grey cat who sleeps all day long.", user_id="u")
+    mem.retain("Booked the vet for the cats next Tuesday.", user_id="u", timestamp=ago(1))
+    b = mem.recall("what about the cats", user_id="u", now=NOW, k=3)
+    assert len(b.profile) == 6 and all(k in b.profile_matches for k in (f.key for f in b.profile))
+    text = b.render(max_tokens=120)
+    assert "Booked the vet" in text  # the profile left room for the events
+
+
+class EnglishOnly:
+    """An embedder that, like MiniLM, reads English only: every Chinese text gets one vector."""
+
+    name, dim, languages = "english-only-test", 8, ("en",)
+
+    def __call__(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        from trimem.text.script import has_han
+
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i, 0 if has_han(t) else 1 + len(t) % 7] = 1.0
+        return out
+
+
+def test_a_vector_that_cannot_read_the_request_never_vouches_for_a_match() -> None:
+    mem = Memory(embedder=EnglishOnly())
+    assert mem._embedding.languages == ("en",)  # declared through the checked wrapper
+    mem.retain("出口退税一般多久能到账？", user_id="u", timestamp=ago(30))
+    mem.facts.set("note_x", "我每天坐地铁十号线上下班", user_id="u")
+    b = mem.recall("帮我查一下我车子的保养记录", user_id="u", now=NOW)
+    # cosine 1.0 between any two Chinese texts: no confident match, and no event found by it
+    assert b.episodes == [] and all(s.weak for s in b.profile_matches.values())
+    assert mem.search("出口退税", user_id="u")[0].scored.cosine is None  # keywords alone
