@@ -845,3 +845,10 @@ def test_background_reflector() -> None:
     mem.stop_reflector()
     assert mem.facts.get("cache", user_id="u1").value == "Redis"  # type: ignore[union-attr]
     assert r.errors == []
+
+
+def test_a_titles_dot_ends_no_sentence_so_the_whole_name_is_the_value() -> None:
+    assert extract("My mentor is Dr. Keisha Brown over at UT, we meet once a month.") == [
+        ("set", "mentor", "Dr. Keisha Brown")
+    ]
+    assert extract("Ask Mr. Smith. My editor is Vim.") == [("set", "editor", "Vim")]

@@ -1,8 +1,8 @@
 """Sentences and clauses, and the words that change what a clause asserts: a question, a polite
 request, a hypothetical, a negation, a decision.
 
->>> [s.text for s in sentences("My editor is Vim. Is node.js 3.12 fast? 好的。")]
-['My editor is Vim.', 'Is node.js 3.12 fast?', '好的。']
+>>> [s.text for s in sentences("My editor is Vim. Is node.js 3.12 fast? 好的。 Ask Dr. Brown.")]
+['My editor is Vim.', 'Is node.js 3.12 fast?', '好的。', 'Ask Dr. Brown.']
 >>> clauses("from now on, use Rust as my main language and I'm on macOS")
 ['from now on, use Rust as my main language', "I'm on macOS"]
 >>> is_hypothetical("If we switch the database to MySQL"), is_polite("可以帮我把编辑器改成Vim吗")
@@ -26,8 +26,10 @@ __all__ = [
     "sentences",
 ]
 
-_SENTENCE_SPLIT: Final = re.compile(r"([。!?]+|\.(?=\s|$)|\n+)")
-_SENTENCE_END: Final = re.compile(r"[.!?](?=\s|$)|[。!?\n]")
+# A title's dot ends no sentence ("My mentor is Dr. Keisha Brown").
+_NOT_AN_END: Final = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bProf)(?<!\bSt)(?<!\bJr)(?<!\bSr)(?<!\bvs)"
+_SENTENCE_SPLIT: Final = re.compile(rf"([。!?]+|{_NOT_AN_END}\.(?=\s|$)|\n+)")
+_SENTENCE_END: Final = re.compile(rf"[!?](?=\s|$)|{_NOT_AN_END}\.(?=\s|$)|[。!?\n]")
 _CLAUSE_SPLIT: Final = re.compile(
     r"\s*[,;]\s*"
     r"|\s+(?:and|also|then|plus)\s+(?=(?:my|i|i'm|im|i've|we|we're|we've|our|let's|let\s+us|"
