@@ -447,7 +447,9 @@ def test_committed_thresholds_file() -> None:
         env = e["machine"]["simd_env"]
         prefix = f"{gate.SIMD_ENV}={env} " if env else ""
         assert e["command"].startswith(f"{prefix}python -m trimem bench --gate-calibrate benches/perf_gate.json")
-        assert e["machine"]["simd"] == kernel and e["machine"]["build_profile"] == "release"
+        # keyed by the kernel, or by kernel@cpu for a second CPU model running it
+        assert kernel in (e["machine"]["simd"], f"{e['machine']['simd']}@{e['machine']['cpu']}")
+        assert e["machine"]["build_profile"] == "release"
         assert e["machine"]["cpu"] and e["machine"]["cores"]
         assert set(e["machine"]["cpu_flags"]) == set(gate.CPU_FLAGS)
         # A headroom under 1.5 so that a 1.5x slowdown of trimem lands over the threshold.
@@ -455,3 +457,23 @@ def test_committed_thresholds_file() -> None:
         for item in e["ratios"]:
             assert len(item["quiet_runs"]) >= 3
             assert 0 < item["threshold"] <= e["headroom"] * item["quiet"] + 1e-9, item
+
+
+def test_each_cpu_model_running_a_kernel_keeps_its_own_calibration(tmp_path: Path) -> None:
+    """A ratio between systems of very different speeds (trimem bm25 / bm25s) differs severalfold
+    between CPU models that run one kernel: a CPU model with its own calibration gets it, another
+    falls back to the kernel's first one (with a warning), and the keys say which is which."""
+    other_cpu = {**AVX512_CPU, "cpu": "Other CPU 7000"}
+    kernels = {"avx512f": entry({VECTOR: 1.2}, machine=AVX512_CPU)}
+    assert gate.calibration_key(kernels, "avx512f", AVX512_CPU) == "avx512f"
+    assert gate.calibration_key(kernels, "avx512f", other_cpu) == "avx512f@Other CPU 7000"
+    assert gate.calibration_key({}, "avx512f", other_cpu) == "avx512f"
+    kernels["avx512f@Other CPU 7000"] = entry({VECTOR: 3.0}, machine=other_cpu)
+    path = write_kernels(tmp_path / "t.json", kernels)
+    tf = gate.load_thresholds(path)
+    mine = gate.plan_gate(tf, other_cpu)
+    assert (mine.action, mine.kernel, mine.warnings) == ("check", "avx512f@Other CPU 7000", [])
+    assert tf.kernels[mine.kernel].limit == {VECTOR: 3.0}
+    assert gate.plan_gate(tf, AVX512_CPU).kernel == "avx512f"
+    third = gate.plan_gate(tf, {**AVX512_CPU, "cpu": "Third CPU"})
+    assert third.kernel == "avx512f" and "differs" in third.warnings[0]

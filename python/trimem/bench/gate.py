@@ -107,6 +107,7 @@ from trimem.bench.gate_plan import (
     _calibrate_hint,
     _describe,
     _env_of,
+    calibration_key,
     cpu_record,
     load_thresholds,
     plan_gate,
@@ -499,7 +500,8 @@ def _sig(x: float, digits: int = 4, *, down: bool = False) -> float:
 
 ABOUT = (
     "Thresholds of the CI performance gate (python -m trimem bench --gate), one calibration per "
-    "SIMD kernel of the engine ('kernels', keyed by trimem.simd_kernel()). Each ratio is "
+    "SIMD kernel of the engine ('kernels', keyed by trimem.simd_kernel(); a second CPU model "
+    "running a kernel keeps its own calibration as 'kernel@cpu', applied on that model). Each ratio is "
     "trimem's p50 latency over a peer's, measured in one process over interleaved rounds "
     "(median of per-round ratios); the gate fails when a ratio exceeds 'threshold' twice in a "
     "row. 'quiet' is the median of 'quiet_runs', measured by the kernel's 'command' on its "
@@ -552,7 +554,7 @@ def calibrate(
     p = Path(path)
     kept = _existing_kernels(p)
     here = cpu_record()
-    kernel = str(trimem.simd_kernel())
+    kernel = calibration_key(kept, str(trimem.simd_kernel()), here)
     print(f"gate calibration: {_describe(here)}", file=err, flush=True)
     load = [_load()]
     t0 = time.perf_counter()

@@ -281,12 +281,27 @@ def _calibrate_hint(path: Path, env: Mapping[str, str] | None = None) -> str:
     return f"{prefix}python -m trimem bench --gate-calibrate {path} --gate-runs 3"
 
 
+def calibration_key(kernels: Mapping[str, Any], kernel: str, here: Mapping[str, Any]) -> str:
+    """The key of this CPU's calibration of `kernel`: the kernel's name when its calibration was
+    made on this CPU model (or there is none yet), else ``kernel@cpu`` — ratios between systems
+    of very different speeds (trimem bm25 / bm25s) differ severalfold between CPU models running
+    one kernel, so each CPU model a CI may run on keeps its own."""
+    first = kernels.get(kernel)
+    machine = first.machine if isinstance(first, Thresholds) else (first or {}).get("machine", {})
+    if first is None or machine.get("cpu") == here.get("cpu"):
+        return kernel
+    return f"{kernel}@{here.get('cpu')}"
+
+
 def plan_gate(tf: ThresholdsFile, here: Mapping[str, Any]) -> GatePlan:
     """Pick the calibration for the running kernel, or a kernel the CPU can be made to run.
 
     ``here`` is :func:`cpu_record` of this process.
     """
     running = str(here.get("simd"))
+    own = calibration_key(tf.kernels, running, here)
+    if own in tf.kernels:
+        return GatePlan("check", own)
     if running in tf.kernels:
         th = tf.kernels[running]
         diffs = cpu_differences(th.machine, here)
