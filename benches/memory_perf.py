@@ -5,7 +5,9 @@
 * `retain_many` with precomputed vectors vs hnswlib `add_items` (same M=16, efC=200, all cores);
 * `retain_many` of episodes with no vector (a keyword-only memory);
 * `facts.get` p50 from Python;
-* `recall` p50 without the embedding call (half the questions carry "last month").
+* `recall` p50 without the embedding call (half the questions carry "last month");
+* the same once every user holds 40 facts and notes: what the fact index, searched with every
+  recall, adds (the `facts` step's p50, and the recall p50 again).
 
 The embedder is a stand-in returning a fixed vector, so the embedding cost is not what is timed.
 """
@@ -61,12 +63,32 @@ print(f"facts.get p50 {np.median(ts_) / 1000:.2f} us")
 now = datetime(2027, 1, 15, tzinfo=UTC)
 qs = [q + (" last month" if i % 2 else "") for i, q in enumerate(ds.query_texts)]
 for _ in range(2):
-    lat, tot = [], []
+    lat, tot, facts_ms = [], [], []
     for q in qs:
         b = mem.recall(q, user_id="u1", now=now)
         lat.append(b.timings["total"] - b.timings["embed"])
         tot.append(b.timings["total"])
+        facts_ms.append(b.timings["facts"])
     print(
         f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); "
+        f"the facts step p50 {np.median(facts_ms):.3f} ms; "
         f"hits/query {np.mean([len(mem.recall(q, user_id='u1', now=now).episodes) for q in qs[:20]]):.1f}"
     )
+
+# every user holds 40 facts and notes: the fact index is searched with every recall
+subjects = ["commute", "diet", "editor", "gym", "kids", "allergy", "team", "travel"]
+for u in range(20):
+    for j in range(40):
+        key = f"note_{subjects[j % 8]}_{j}" if j % 4 else f"key_{j}"
+        mem.facts.set(key, f"{ds.texts[(u * 40 + j) % n][:80]}", user_id=f"u{u}")
+for _ in range(2):
+    lat, facts_ms = [], []
+    for q in qs:
+        b = mem.recall(q, user_id="u1", now=now)
+        lat.append(b.timings["total"] - b.timings["embed"])
+        facts_ms.append(b.timings["facts"])
+print(
+    f"with 40 facts per user: recall p50 without embedding {np.median(lat):.3f} ms; "
+    f"the facts step (pinned, keyed, fact index) p50 {np.median(facts_ms):.3f} ms; "
+    f"profile lines/query {np.mean([len(mem.recall(q, user_id='u1', now=now).profile) for q in qs[:20]]):.1f}"
+)
