@@ -28,6 +28,9 @@ class EpisodeFields(TypedDict, total=False):
     importance: float  # in [0, 1], default 0.5
     metadata: Mapping[str, Any] | None
     tool: ToolCall | Mapping[str, Any] | None  # {"name", "args", "result"}
+    # when the event happened; default: what a relative time in the text says ("yesterday"),
+    # read against `timestamp`, else None (it happened when it was told)
+    occurred_at: TimeLike | None
 
 
 class PerceptFields(TypedDict, total=False):

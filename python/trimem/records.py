@@ -86,6 +86,9 @@ class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     # Set only on what `retain` returns when the item merged into this stored episode (a near
     # duplicate): the caller's own time, words, session and metadata. Never stored in the episode.
     mention: Mention | None = None
+    # When the event happened, if the text dates it ("Yesterday I deployed v2"): time filters and
+    # time ranges read this; `timestamp` stays when it was told.
+    occurred_at: int | None = None
 
 
 class FactVersion(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -242,6 +245,7 @@ class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=
     keywords: list[str] = []
     metadata: dict[str, Any] = {}
     tool: ToolCall | None = None
+    recorded: int | None = None  # when told, if the record's timestamp is when it happened
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -256,7 +260,7 @@ def retain_item(e: Episode) -> dict[str, Any]:
 
 _RETAIN_FIELDS = (
     "text", "user_id", "agent_id", "session_id", "role", "topic", "keywords", "timestamp", "importance", "metadata",
-    "tool",
+    "tool", "occurred_at",
 )  # fmt: skip
 
 
@@ -277,9 +281,20 @@ def search_text(e: Episode) -> str:
 def episode_payload(e: Episode, indexed_text: str) -> bytes:
     """The engine payload of `e`, whose record holds `indexed_text` (starting with its text)."""
     chars = None if len(indexed_text) == len(e.text) else len(e.text)
-    if chars is None and e.role == "user" and e.importance == 0.5 and not e.metadata and not e.topic:
+    if (
+        chars is None and e.role == "user" and e.importance == 0.5 and not e.metadata and not e.topic
+        and e.occurred_at is None
+    ):  # fmt: skip
         return _PLAIN_EXTRAS  # the common case: nothing beyond the record
-    return _encoder.encode(EpisodeExtras(e.role, chars, e.importance, e.topic, e.keywords, e.metadata, e.tool))
+    recorded = None if e.occurred_at is None else e.timestamp
+    return _encoder.encode(
+        EpisodeExtras(e.role, chars, e.importance, e.topic, e.keywords, e.metadata, e.tool, recorded)
+    )
+
+
+def indexed_time(e: Episode) -> int:
+    """The time the indexes file an episode under: when it happened, else when it was told."""
+    return e.timestamp if e.occurred_at is None else e.occurred_at
 
 
 def episode_from_record(rec: Any) -> Episode:
@@ -292,7 +307,7 @@ def episode_from_record(rec: Any) -> Episode:
         agent_id=agent_id,
         user_id=user_id,
         text=text,
-        timestamp=rec.timestamp,
+        timestamp=rec.timestamp if x.recorded is None else x.recorded,
         session_id=rec.session,
         role=x.role,
         topic=x.topic,
@@ -300,6 +315,7 @@ def episode_from_record(rec: Any) -> Episode:
         importance=x.importance,
         metadata=x.metadata,
         tool=x.tool,
+        occurred_at=None if x.recorded is None else rec.timestamp,
     )
 
 

@@ -141,7 +141,8 @@ def test_policy_is_knowledge_expense_is_episode(mem: Memory, question: str) -> N
         "Travel policy 2026: taxi in Shanghai reimbursed up to 100 per day", source="policy.md", timestamp=ago(150)
     )
     mem.knowledge.add("差旅政策：上海出租车每天报销上限100元", source="policy-zh.md", timestamp=ago(150))
-    expense = mem.retain("Took taxis in Shanghai last week for 85 (上海打车85元)", user_id="u1", timestamp=ago(7))
+    # told this week: its "last week" is the question's (the event's own time is what filters)
+    expense = mem.retain("Took taxis in Shanghai last week for 85 (上海打车85元)", user_id="u1", timestamp=ago(2))
     b = mem.recall(question, user_id="u1", now=NOW)
     assert b.knowledge and b.knowledge[0].doc.source in ("policy.md", "policy-zh.md")
     assert [r.episode.id for r in b.episodes][:1] == [expense.id]
@@ -246,7 +247,7 @@ def test_seed_last_months_docker_port(mem: Memory) -> None:
 
 def test_seed_travel_policy_and_the_taxi_fare(mem: Memory) -> None:
     policy = mem.knowledge.add("公司《差旅制度 2026版》：上海市内交通（打车）报销上限 100 元/天", timestamp=ago(120))
-    fare = mem.retain("张三上周在上海出差，打车实际花了 85 元", user_id="u1", timestamp=ago(7))
+    fare = mem.retain("张三上周在上海出差，打车实际花了 85 元", user_id="u1", timestamp=ago(2))  # told this week
     b = mem.recall("按照公司最新规定，我上周在上海出差的打车费能全额报销吗", user_id="u1", now=NOW)
     assert b.knowledge[0].doc.id == policy.id
     assert b.episodes[0].episode.id == fare.id

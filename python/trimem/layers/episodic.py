@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, tzinfo
 from typing import Any
 
 import msgspec
@@ -26,7 +27,8 @@ from trimem.layers._shared import Embedding, IndexedLayer, check_options, check_
 from trimem.options import EpisodeFields
 from trimem.records import Episode, Mention, RecalledEpisode, SearchMode, ToolCall, search_text
 from trimem.scope import check_id, episode_namespace
-from trimem.timeutil import TimeLike, now_micros, to_micros_range
+from trimem.text.time_expressions import event_time
+from trimem.timeutil import TimeLike, now_micros, to_micros, to_micros_range
 
 __all__ = ["EpisodicMemory"]
 
@@ -46,8 +48,11 @@ def _merged(stored: Episode, item: Episode) -> Episode:
 class EpisodicMemory(IndexedLayer):
     """A memory's episodes, over its backend."""
 
-    def __init__(self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors) -> None:
+    def __init__(
+        self, backend: Backend, embedding: Embedding, policy: Policy, floors: Floors, *, tz: tzinfo = UTC
+    ) -> None:
         super().__init__(backend, embedding, policy, floors)
+        self._tz = tz  # reads a relative time in a text ("yesterday") against when it was told
         # (namespace, session) -> ids of its last turns: what a new turn is embedded with.
         self._recent: dict[tuple[str, str], builtins.list[int]] = {}
 
@@ -67,6 +72,7 @@ class EpisodicMemory(IndexedLayer):
         importance: float = 0.5,
         metadata: Mapping[str, Any] | None = None,
         tool: ToolCall | Mapping[str, Any] | None = None,
+        occurred_at: TimeLike | None = None,
     ) -> dict[str, Any]:
         """Validates one item and returns the fields of its Episode (all but the id)."""
         check_id("agent_id", agent_id)
@@ -97,11 +103,18 @@ class EpisodicMemory(IndexedLayer):
             check_str("tool name", tool.name, limit=MAX_ROLE_CHARS)
             check_plain("tool args", tool.args)
             check_str("tool result", tool.result)
+        told = now_micros(timestamp)
+        text = check_text(text)
+        if occurred_at is not None:
+            occurred: int | None = to_micros(occurred_at)
+        else:  # "Yesterday I deployed v2": the event's own time, read against when it was told
+            occurred = event_time(text, told=told, tz=self._tz)
         fields: dict[str, Any] = dict(
             agent_id=agent_id,
             user_id=user_id,
-            text=check_text(text),
-            timestamp=now_micros(timestamp),
+            text=text,
+            timestamp=told,
+            occurred_at=occurred,
             session_id=session_id,
             role=role,
             topic=topic,

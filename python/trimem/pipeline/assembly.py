@@ -89,7 +89,7 @@ def assemble(
         perceptual=lambda b: PerceptualMemory(lock=b.lock, commit=lambda op: b.write([op])),
         graph=GraphView,
     )
-    episodic = EpisodicMemory(backend, embedding, policy, floor)
+    episodic = EpisodicMemory(backend, embedding, policy, floor, tz=tz)
     facts = Facts(backend, embedding, policy, floor)
     knowledge = KnowledgeBase(backend, embedding, policy, floor)
     sessions = Sessions(backend, policy)

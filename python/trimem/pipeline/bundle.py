@@ -70,6 +70,8 @@ class RecallBundle:
         for r in self.episodes:
             e = r.episode
             line = f"[{fmt(e.timestamp)}] {e.role}: {e.text}"
+            if e.occurred_at is not None:  # the text dated it ("yesterday"): the day it means
+                line += f" (on {from_micros(e.occurred_at, self.tz).strftime('%Y-%m-%d')})"
             if e.tool is not None:
                 line += f" (tool {e.tool.name} {e.tool.args} → {e.tool.result})"
             episodes.append(_quote(_WEAK * r.scored.weak + line))

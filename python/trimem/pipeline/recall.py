@@ -20,7 +20,7 @@ from trimem.config import PROFILE_K
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.layers._shared import Embedding, check_text
 from trimem.pipeline.bundle import RecallBundle
-from trimem.records import Fact, RecalledEpisode, Scored, Turn
+from trimem.records import Fact, RecalledEpisode, Scored, Turn, indexed_time
 from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
@@ -222,8 +222,9 @@ class Recall:
                     ep = self._episodic.get(sid)
                     if ep is None or f"{ep.agent_id}/{ep.user_id}" != namespace:  # a source never crosses scopes
                         continue
-                    lo, hi = intent.time_range or (ep.timestamp, ep.timestamp + 1)
-                    if not lo <= ep.timestamp < hi:
+                    at = indexed_time(ep)
+                    lo, hi = intent.time_range or (at, at + 1)
+                    if not lo <= at < hi:
                         continue
                     r = RecalledEpisode(ep, Scored(score=0.0))
                 # The source of a fact the question touches is a confident match, whatever its words.

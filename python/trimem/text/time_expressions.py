@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from trimem.text.script import LATIN_END, LATIN_START
 
-__all__ = ["TimeMention", "cover", "find_times", "local_now", "parse_time_range"]
+__all__ = ["TimeMention", "cover", "event_time", "find_times", "local_now", "parse_time_range"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
@@ -555,6 +555,34 @@ def parse_time_range(
     True
     """
     return _resolve(_find_time(text, _clock(now, tz)), text)
+
+
+# Words of a time before the telling: only a text holding one (as a substring: a plain test,
+# far cheaper than a regex on every retained text) is parsed for its event's time.
+_PAST_HINTS = ("yesterday", "ago", "last", "before", "previous", "昨", "前", "上周", "上个", "上礼拜", "上星期", "去年")
+
+
+def event_time(text: str, *, told: int, tz: tzinfo = UTC) -> int | None:
+    """When the event a text tells of happened, if the text dates it before `told` (when it was
+    told, µs since the epoch): the start of the range it names, in µs; None when it names no
+    time, or one that is not wholly past. Read in `tz`.
+
+    >>> from datetime import datetime, timezone
+    >>> told = 1_795_189_800_000_000  # 2026-11-20 15:30 UTC
+    >>> us = event_time("Yesterday I deployed v2 to prod", told=told)
+    >>> datetime.fromtimestamp(us // 10**6, timezone.utc).isoformat()
+    '2026-11-19T00:00:00+00:00'
+    >>> event_time("我上周在上海出差", told=told) is not None, event_time("I deploy on Fridays", told=told)
+    (True, None)
+    """
+    low = text.lower()
+    if not any(hint in low for hint in _PAST_HINTS):
+        return None
+    found = parse_time_range(text, now=_EPOCH + told * _US, tz=tz)
+    if found is None:
+        return None
+    (lo, hi), _, _ = found
+    return lo if hi <= told + 1 and lo < told else None
 
 
 def find_times(text: str, *, now: datetime, tz: tzinfo = UTC) -> list[TimeMention]:

@@ -59,6 +59,7 @@ from trimem.records import (
     encode,
     episode_from_record,
     episode_payload,
+    indexed_time,
     search_text,
 )
 from trimem.scope import knowledge_namespace
@@ -391,7 +392,7 @@ class EmbeddedBackend:
         dup_of = self._episodes.add(
             ids=np.fromiter((e.id for e in eps), dtype=np.uint64, count=len(eps)),
             texts=texts,
-            timestamps=np.fromiter((e.timestamp for e in eps), dtype=np.int64, count=len(eps)),
+            timestamps=np.fromiter((indexed_time(e) for e in eps), dtype=np.int64, count=len(eps)),
             namespaces=[f"{e.agent_id}/{e.user_id}" for e in eps],
             vectors=self._vectors(op.vectors, len(eps)),
             sessions=[e.session_id for e in eps],
