@@ -172,3 +172,29 @@ def test_a_vector_that_cannot_read_the_request_never_vouches_for_a_match() -> No
     # cosine 1.0 between any two Chinese texts: no confident match, and no event found by it
     assert b.episodes == [] and all(s.weak for s in b.profile_matches.values())
     assert mem.search("出口退税", user_id="u")[0].scored.cosine is None  # keywords alone
+
+
+def test_a_change_supersedes_a_fact_keyed_by_the_users_own_phrase_but_not_by_a_common_word() -> None:
+    mem = Memory(embedder="hashing")
+    mem.retain("My desk at the office is on the 4th floor, by the windows.", user_id="u", timestamp=ago(300))
+    mem.retain("我们公司每年都参加广交会，春秋两季都去。", user_id="u", timestamp=ago(290))
+    mem.retain("我住回龙观，到公司单程一个多小时。", user_id="u", timestamp=ago(280))
+    mem.retain("公司的打印机总是卡纸，烦死了。", user_id="u", timestamp=ago(270))
+    mem.retain("They reshuffled seating, my desk is on the second floor now.", user_id="u", timestamp=ago(40))
+    mem.retain("搬家了，现在住亦庄，离公司反而近了点。", user_id="u", timestamp=ago(30))
+    mem.reflect(user_id="u")
+    desk = mem.facts.get("desk_at_the_office", user_id="u")
+    assert desk is not None and "second floor" in desk.value
+    assert desk.history[0].value == "on the 4th floor"
+    moved = [f for f in mem.facts.list(user_id="u") if "亦庄" in f.value]
+    # "公司" is in three of the user's notes: it names no subject; the move replaces where they lived
+    assert len(moved) == 1 and moved[0].history[0].value == "我住回龙观,到公司单程一个多小时。"
+
+
+def test_a_change_that_shares_words_equally_with_two_notes_replaces_neither() -> None:
+    mem = Memory(embedder=None)  # words only: nothing to break the tie
+    mem.retain("我们公司每年都参加广交会，春秋两季都去。", user_id="u", timestamp=ago(290))
+    mem.retain("我住回龙观，到公司单程一个多小时。", user_id="u", timestamp=ago(280))
+    mem.retain("搬家了，现在住亦庄，离公司反而近了点。", user_id="u", timestamp=ago(30))
+    mem.reflect(user_id="u")
+    assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 1, 1]

@@ -22,6 +22,8 @@ from trimem.text.notes import MAX_NOTE_CHARS, note_key, read_notes, states_chang
         "我老家哈尔滨，北京待了快十年了。",
         "搬家了，现在住亦庄。",
         "每周一上午十点是我们的周会",
+        "Our HR system is BambooHR.",
+        "We agreed the shop closes Mondays and Tuesdays.",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:

@@ -247,6 +247,11 @@ class Facts(IndexedLayer):
                   now=now_micros(now))  # fmt: skip
         return self._backend.search_facts(q, self._policy)
 
+    def reads(self, text: str) -> bool:
+        """Whether the embedder's vectors mean something for `text`'s language (MiniLM: not for
+        Chinese), so that a cosine may stand for sameness of subject."""
+        return self._embed.embedder is not None and self._embed.vouches(text)
+
     def vectors(self, keys: Sequence[str], *, user_id: str, agent_id: str = "default") -> dict[str, np.ndarray]:
         """The fact index's vectors of the user's `keys` (those it has)."""
         agent_id, user_id = self._scope(user_id, agent_id)

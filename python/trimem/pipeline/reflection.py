@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -25,9 +26,8 @@ from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
-from trimem.text.keys import NOTE_PREFIX, is_note_key
+from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
 from trimem.text.notes import NOT_SUBJECT_WORDS, note_key, read_notes, states_change
-from trimem.text.script import has_han
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 if TYPE_CHECKING:
@@ -96,25 +96,33 @@ class Reflection:
         """Where a new note goes: the key of the note it restates or, when it states a change
         ("I drive in now"), of the earlier note on the same subject — sharing its words or, in a
         language the embedder reads, close in meaning — else a key of its own."""
-        notes = {f.key: f.value for f in self._facts.list(user_id=user_id, agent_id=agent_id) if is_note_key(f.key)}
-        for key, value in notes.items():
-            if value == text:
-                return key
+        facts = self._facts.list(user_id=user_id, agent_id=agent_id)
+        for f in facts:
+            if is_note_key(f.key) and f.value == text:
+                return f.key
+        # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
+        # office"); a key of the key-phrase table is the statement reader's to change
+        notes = {f.key: f.value for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
         read = read_notes(text)
         if notes and read and read[0].change:
-            words = subject_words(text)
-            shared = {key: len(words & subject_words(value)) for key, value in notes.items()}
+            held_words = {key: subject_words(value) for key, value in notes.items()}
+            # a word many of the user's notes share ("公司", "work") names no one subject
+            counts = Counter(w for ws in held_words.values() for w in ws)
+            common = {w for w, n in counts.items() if n > max(2, len(notes) // 4)}
+            words = subject_words(text) - common
+            shared = {key: len(words & ws) for key, ws in held_words.items()}
             cosine: dict[str, float] = {}
             vector = self._facts.embed_fact(NOTE_PREFIX, text)
             if vector is not None:
                 held = self._facts.vectors(list(notes), user_id=user_id, agent_id=agent_id)
                 cosine = {key: float(v @ vector) for key, v in held.items()}
-            best = max(notes, key=lambda key: (shared[key] + cosine.get(key, 0.0), key))
-            # the embedders of the Latin-script world place any two Chinese texts close together
-            by_meaning = not has_han(text) and cosine.get(best, 0.0) >= SAME_SUBJECT_COSINE
-            if shared[best] >= 1 or by_meaning:
+            score = {key: shared[key] + cosine.get(key, 0.0) for key in notes}
+            best = max(notes, key=lambda key: (score[key], key))
+            by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= SAME_SUBJECT_COSINE
+            tied = sum(1 for key in notes if score[key] == score[best]) > 1  # ambiguous: replace nothing
+            if (shared[best] >= 1 or by_meaning) and not tied:
                 return best
-        return note_key(text, notes)
+        return note_key(text, {f.key for f in facts})
 
     def pending(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""

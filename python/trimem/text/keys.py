@@ -32,6 +32,7 @@ __all__ = [
     "KeyMode",
     "fact_text",
     "is_denied_key",
+    "is_known_key",
     "is_note_key",
     "is_valid_key",
     "key_phrase",
@@ -152,6 +153,11 @@ NOTE_PREFIX: Final = "note_"
 
 def is_note_key(key: str) -> bool:
     return key.startswith(NOTE_PREFIX)
+
+
+def is_known_key(key: str) -> bool:
+    """A key of the key-phrase table or a common profile key (``database``, ``name``)."""
+    return key in KEY_PHRASES or key in PROFILE_KEYS
 
 
 def fact_text(key: str, value: str) -> str:

@@ -41,6 +41,9 @@ MAX_NOTE_CHARS: Final = 400
 
 _EN_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
 _EN_WORD_LOWER: Final = re.compile(r"[a-z]+")
+# What would let a note pose as authority: the keys' deny words, less those everyday speech uses
+# for other things ("our HR system", "the shop's rules", "a new fatigue policy"), plus plurals.
+_AUTHORITY: Final = (DENY_WORDS - {"system", "rule", "rules", "policy", "policies"}) | {"admins", "superusers"}
 _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b|\bi’", re.I)
 # A request or instruction to the assistant, by its first word.
 _REQUEST_START: Final = frozenset(
@@ -130,7 +133,7 @@ def _en_note(body: str) -> bool:
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
     if _EN_PAST_OPENING.match(body):
         return _EN_PRESENT.search(body) is not None or lasting
-    return not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
+    return lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
 
 
 def _zh_note(body: str) -> bool:
@@ -148,7 +151,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     if not by_user or not isinstance(text, str) or len(text) > MAX_NOTE_CHARS or is_injection(text):
         return []
     # a note about roles, permissions, prompts or rules would let stored text pose as authority
-    if DENY_WORDS.intersection(_EN_WORD_LOWER.findall(text.casefold())) or _DENY_HAN.search(text):
+    if _AUTHORITY.intersection(_EN_WORD_LOWER.findall(text.casefold())) or _DENY_HAN.search(text):
         return []
     kept: list[str] = []
     for s in sentences(prepare_text(text)):
