@@ -535,7 +535,8 @@ class _CheckedEmbedder(_Model):
         self.inner = inner
         self._name = str(inner.name)
         self._dim = int(inner.dim)
-        self.languages = getattr(inner, "languages", None)  # as the user's embedder declares
+        for declared in ("languages", "cosine_floors"):  # what the user's embedder says of itself
+            setattr(self, declared, getattr(inner, declared, None))
         if self._dim < 1:
             raise EmbedderError(f"embedder {self._name!r} has dim {self._dim}")
 
@@ -609,26 +610,25 @@ class E5SmallEmbedder(_Model):
     mean pooling, L2 normalisation; texts over 512 tokens are embedded in 510-token windows
     whose means are averaged (so cost grows with length).
 
-    Cost: several times MiniLM's per text at one thread each (Chinese text costs more than
-    English), a batch is no cheaper per text than single calls, and cost grows with length;
-    ``benches/embedder_compare.py`` measures it and ``benches/RESULTS.md`` holds the figures.
+    Cost: several times MiniLM's per text at one thread each, more for Chinese, no cheaper in a
+    batch (``benches/embedder_compare.py``; figures in ``benches/RESULTS.md``).
 
-    ``threads`` sets the engine's OpenMP threads for calls made through this object (default 1;
-    the count is set in the calling thread before each call). Two threads halve the time of a
-    long text on an idle machine, but an OpenMP team waits for its slowest member at every
-    barrier: when another process or thread holds a core, a 2-thread call is many times slower.
-    The C engine runs without the GIL and keeps no state between calls, so calls are thread-safe
-    (and can run beside other work). Texts are sent ``batch_size`` (64) at a time. The engine
-    loads on first use (an mmap of the 72 MB weights), under a lock.
-
-    The x86-64 wheel needs a CPU with AVX2; wheels exist for Linux x86-64 and aarch64 and for
-    macOS arm64, not for Windows.
+    ``threads``: the engine's OpenMP threads for this object's calls (default 1, set in the
+    calling thread before each call); two halve a long text's time on an idle machine, but an
+    OpenMP team waits for its slowest member, so with a busy core a 2-thread call is far slower.
+    The C engine runs without the GIL and keeps no state between calls (thread-safe). Texts go
+    ``batch_size`` (64) at a time; the engine loads (an mmap of 72 MB) on first use, under a lock.
+    Wheels: Linux x86-64 (AVX2) and aarch64, macOS arm64; none for Windows.
 
     >>> emb = E5SmallEmbedder()  # doctest: +SKIP
     >>> docs = emb(["我们决定使用PostgreSQL作为主数据库", "The cat sat on the mat"])  # doctest: +SKIP
     >>> int((docs @ emb.query(["主数据库用的是什么？"])[0]).argmax())  # doctest: +SKIP
     0
     """
+
+    # Its cosines sit high (unrelated texts near 0.8): (unrelated under, confident alone from,
+    # one subject from), fixed on the phrasing suites' dev halves (benches/RESULTS.md).
+    cosine_floors = (0.6, 0.95, 0.85)
 
     def __init__(self, *, threads: int = 1, batch_size: int = 64) -> None:
         why = _e5_missing()

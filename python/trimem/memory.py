@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
-from trimem.config import CHECKPOINT_BYTES, MIN_BM25_SHARE, MIN_COSINE, MIN_COSINE_ALONE, Policy
+from trimem.config import CHECKPOINT_BYTES, MIN_BM25_SHARE, Policy
 from trimem.interop import stats as _stats
 from trimem.interop import transfer
 from trimem.interop.stats import Stats
@@ -54,7 +54,7 @@ class Memory:
     `embedder`: "auto" (MiniLM with the `minilm` extra, else hashing), "hashing", "minilm", an
     object with `name`, `dim` and `__call__(list[str]) -> float32 (n, dim)`, or None (keywords
     only). `min_bm25_share`, `min_cosine_alone`: what a confident match reaches (the rest rank last,
-    labelled weak); `min_cosine`: under it a match without keywords is dropped as unrelated.
+    labelled weak); `min_cosine`: under it a keyword-less match is dropped (None: the embedder's).
     `durability`: "fsync" (a write returns once on disk) or "buffered" (on disk within a second).
     `checkpoint_bytes`: log size that triggers a snapshot. `rewriter`, `extractor`: your own query
     rewriter and fact extractor (an LLM, say). `tz` reads relative time. `policy`
@@ -71,8 +71,8 @@ class Memory:
         extractor: Extractor | None = None,
         tz: tzinfo = UTC,
         min_bm25_share: float = MIN_BM25_SHARE,
-        min_cosine: float = MIN_COSINE,
-        min_cosine_alone: float = MIN_COSINE_ALONE,
+        min_cosine: float | None = None,
+        min_cosine_alone: float | None = None,
         checkpoint_bytes: int = CHECKPOINT_BYTES,
         policy: Policy | None = None,
     ) -> None:

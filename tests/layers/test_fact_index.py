@@ -198,3 +198,29 @@ def test_a_change_that_shares_words_equally_with_two_notes_replaces_neither() ->
     mem.retain("搬家了，现在住亦庄，离公司反而近了点。", user_id="u", timestamp=ago(30))
     mem.reflect(user_id="u")
     assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 1, 1]
+
+
+class HighCosines(EnglishOnly):
+    """An embedder whose cosines sit high, and that says so."""
+
+    name, languages, cosine_floors = "high-cosines-test", None, (0.6, 0.95, 0.85)
+
+
+def test_an_embedder_brings_its_own_scale_of_similarity_unless_the_caller_sets_one() -> None:
+    mem = Memory(embedder=HighCosines())
+    assert (mem.facts.floors.cosine, mem.facts.floors.cosine_alone) == (0.6, 0.95)
+    assert mem.facts.same_subject_cosine == 0.85
+    mem = Memory(embedder=HighCosines(), min_cosine=0.5)
+    assert (mem.facts.floors.cosine, mem.facts.floors.cosine_alone) == (0.5, 0.95)
+    mem = Memory(embedder="hashing")  # declares nothing: the defaults
+    assert (mem.facts.floors.cosine, mem.facts.floors.cosine_alone, mem.facts.same_subject_cosine) == (0.3, 0.6, 0.45)
+
+
+def test_a_bad_declared_scale_is_refused() -> None:
+    from trimem.errors import InvalidArgumentError
+
+    class Bad(EnglishOnly):
+        cosine_floors = (0.6, 2.0)
+
+    with pytest.raises(InvalidArgumentError, match="cosine_floors"):
+        Memory(embedder=Bad())

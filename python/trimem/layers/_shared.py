@@ -15,7 +15,7 @@ import numpy as np
 
 from trimem._backend import Backend, Floors
 from trimem._checks import check_str
-from trimem.config import MAX_TEXT_CHARS, Policy
+from trimem.config import MAX_TEXT_CHARS, MIN_COSINE, MIN_COSINE_ALONE, SAME_SUBJECT_COSINE, Policy
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.text.script import has_han
 
@@ -37,6 +37,18 @@ def check_text(text: object) -> str:
     return check_str("text", text)
 
 
+def _cosine_floors(declared: object, name: str | None) -> tuple[float, float, float]:
+    """An embedder's declared ``cosine_floors``, checked, or the defaults (calibrated on MiniLM)."""
+    if declared is None:
+        return (MIN_COSINE, MIN_COSINE_ALONE, SAME_SUBJECT_COSINE)
+    if (
+        not isinstance(declared, (tuple, list)) or len(declared) != 3
+        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and -1 <= x <= 1 for x in declared)
+    ):  # fmt: skip
+        raise InvalidArgumentError(f"embedder {name!r}: cosine_floors must be 3 numbers in [-1, 1], got {declared!r}")
+    return (float(declared[0]), float(declared[1]), float(declared[2]))
+
+
 class Embedding:
     """The memory's embedder (or none), called with a check of what it returns."""
 
@@ -46,6 +58,8 @@ class Embedding:
         self.name: str | None = embedder.name if embedder is not None else None
         # the languages whose texts the embedder's vectors mean something for (None: any)
         self.languages: tuple[str, ...] | None = getattr(embedder, "languages", None)
+        # its scale of similarity: (unrelated under, confident alone from, one subject from)
+        self.cosine_floors = _cosine_floors(getattr(embedder, "cosine_floors", None), self.name)
 
     def vouches(self, text: str) -> bool:
         """Whether a vector of `text` means something: not when the embedder reads no Chinese and

@@ -247,6 +247,11 @@ class Facts(IndexedLayer):
                   now=now_micros(now))  # fmt: skip
         return self._backend.search_facts(q, self._policy)
 
+    @property
+    def same_subject_cosine(self) -> float:
+        """The cosine from which two notes' vectors are about one subject (the embedder's scale)."""
+        return self._embed.cosine_floors[2]
+
     def reads(self, text: str) -> bool:
         """Whether the embedder's vectors mean something for `text`'s language (MiniLM: not for
         Chinese), so that a cosine may stand for sameness of subject."""

@@ -56,7 +56,7 @@ def assemble(
     rewriter: Rewriter | None,
     extractor: Extractor | None,
     tz: tzinfo,
-    floors: tuple[float, float, float],
+    floors: tuple[float, float | None, float | None],
     checkpoint_bytes: int,
     policy: Policy | None,
 ) -> Parts:
@@ -70,13 +70,16 @@ def assemble(
     if isinstance(checkpoint_bytes, bool) or not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
         raise InvalidArgumentError(f"checkpoint_bytes must be a positive integer, got {checkpoint_bytes!r}")
     bm25_share, cosine, cosine_alone = floors
+    policy = policy if policy is not None else Policy()
+    embedding = Embedding(resolve_embedder(embedder))
+    own = embedding.cosine_floors  # the embedder's scale of similarity, unless the caller set one
+    cosine = own[0] if cosine is None else cosine
+    cosine_alone = own[1] if cosine_alone is None else cosine_alone
     floor = Floors(
         bm25_share=_unit("min_bm25_share", bm25_share, 0.0),
         cosine=_unit("min_cosine", cosine, -1.0),
         cosine_alone=_unit("min_cosine_alone", cosine_alone, -1.0),
     )
-    policy = policy if policy is not None else Policy()
-    embedding = Embedding(resolve_embedder(embedder))
     backend = EmbeddedBackend(
         path,
         dim=embedding.dim,

@@ -21,7 +21,6 @@ import msgspec
 from trimem._backend.ops import OpCursor
 from trimem._checks import check_callable, shown
 from trimem._core import tokenize
-from trimem.config import SAME_SUBJECT_COSINE
 from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
@@ -118,7 +117,7 @@ class Reflection:
                 cosine = {key: float(v @ vector) for key, v in held.items()}
             score = {key: shared[key] + cosine.get(key, 0.0) for key in notes}
             best = max(notes, key=lambda key: (score[key], key))
-            by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= SAME_SUBJECT_COSINE
+            by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= self._facts.same_subject_cosine
             tied = sum(1 for key in notes if score[key] == score[best]) > 1  # ambiguous: replace nothing
             if (shared[best] >= 1 or by_meaning) and not tied:
                 return best
