@@ -170,3 +170,18 @@ def test_the_gates_change_no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(statements, "RULES", [replace(r, gate=frozenset()) for r in statements.RULES])
     assert [StatementReader()(t, current={}) for t in texts] == gated
     assert sum(1 for g in gated if g) >= 100  # the corpus is mostly statements
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("公司的打印机总是卡纸，烦死了", []),  # 总是: always, no copula
+        ("他可是个好人", []),
+        ("要是数据库是MySQL就好了", []),
+        ("我的编辑器还是 Vim", [("editor", "Vim")]),  # still Vim: a value
+        ("端口是 6379", [("端口", "6379")]),
+        ("我本地主力语言是 TypeScript，开发环境为 macOS", [("primary_language", "TypeScript"), ("target_os", "macOS")]),
+    ],
+)
+def test_chinese_is_is_a_copula_only_outside_words_that_contain_it(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(s.key, s.value) for s in read_statements(text)] == expected

@@ -69,6 +69,9 @@ _ZH_CHANGE = (
     r"|迁移到|迁到|升级到|升级为)了?"
 )
 _ZH_AS = r"(?:作为|当作|当成|做为|来做|做|当)"
+# 是 as a copula, not inside a word that only contains it: 总是/老是 (always), 可是/但是 (but),
+# 要是/若是 (if), 于是 (so), 凡是, 或是 (or), 像是/似是 (seems), 硬是 ("还是 Vim" is still a value)
+_ZH_IS = r"(?<![总老可但要若于凡或像似硬])是"
 WIDEN: Final = re.compile(
     r"now|main|most|primar|usual|general|typical|normal|predominant|larg|现在|目前|平时|一般|主要|通常|日常|基本|常|一直|主力"
 )
@@ -255,7 +258,7 @@ _SHAPES: Final = [
     _r(
         "zh_my_key_is",
         r"(?:我们|咱们|我|用户|团队|项目|公司)的(?P<key>[^,;的是为叫]{1,12}?)(?:现在|目前|还|一直|已经)?"
-        r"(?:是|为|叫做?|用的是|改成了|换成了|变成了|改为)(?P<value>.+)$",
+        r"(?:" + _ZH_IS + r"|为|叫做?|用的是|改成了|换成了|变成了|改为)(?P<value>.+)$",
         "personal",
         "fact",
         key_mode="profile",
@@ -264,21 +267,21 @@ _SHAPES: Final = [
         # "我本地主力语言是 X", "我平时的编辑器是 X": a place or habit word between me and a known key
         "zh_me_key_is",
         r"(?:我们|咱们|我)(?:本地|平时|平常|现在|目前|日常|一般|主要|工作中|公司里|在公司|在家)的?"
-        r"(?P<key>[^,;的是为]{1,8}?)(?:是|为|用的是)(?P<value>.+)$",
+        r"(?P<key>[^,;的是为]{1,8}?)(?:" + _ZH_IS + r"|为|用的是)(?P<value>.+)$",
         "personal",
         "fact",
         key_mode="known",
     ),
     _r(
         "zh_my_fav_is",
-        r"我(?P<key>最?(?:喜欢|常用|惯用|首选)的[^,;]{1,8}?)(?:是|为)(?P<value>.+)$",
+        r"我(?P<key>最?(?:喜欢|常用|惯用|首选)的[^,;]{1,8}?)(?:" + _ZH_IS + r"|为)(?P<value>.+)$",
         "personal",
         "fact",
         key_mode="profile",
     ),
     _r(
         "zh_key_is",
-        r"^(?:还有|而且|并且)?(?P<key>[^,;\s]{1,8}?)(?:是|为|用的是)(?P<value>.+)$",
+        r"^(?:还有|而且|并且)?(?P<key>[^,;\s]{1,8}?)(?:" + _ZH_IS + r"|为|用的是)(?P<value>.+)$",
         "personal",
         "fact",
         key_mode="known",
@@ -496,7 +499,9 @@ COLON: Final = re.compile(r"^(?P<key>[^\s:=][^:=]{0,40}?)\s*(?P<sep>:|=)(?P<sp>\
 # "X是Y" without an owner: a fact when Y looks like a value ("端口是 6379"), so that a definition
 # ("PostgreSQL 是一个关系型数据库") is not one. 为 inside 作为/成为/认为/因为... is no copula.
 ZH_KEY_IS: Final = re.compile(
-    r"^(?P<key>[^,;:。是为\s][^,;:。是为]{0,11}?)\s*(?:是|(?<![作成认因称以视改更换设])为)\s*(?P<value>.+)$"
+    r"^(?P<key>[^,;:。是为\s][^,;:。是为]{0,11}?)\s*(?:"
+    + _ZH_IS
+    + r"|(?<![作成认因称以视改更换设])为)\s*(?P<value>.+)$"
 )
 
 _TEAM: Final = re.compile(r"\b(?:we|we're|we've|we'll|our|us|let's|let\s+us|the\s+team)\b|我们|咱们|团队", re.I)
