@@ -25,7 +25,7 @@ import numpy as np
 
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
-from trimem._checks import check_bool, check_index, check_plain, check_str, shown
+from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
@@ -236,8 +236,7 @@ class Facts(IndexedLayer):
         """
         agent_id, user_id = self._scope(user_id, agent_id)
         check_text(query)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidArgumentError(f"k must be an integer of at least 1, got {shown(k)}")
+        check_int("k", k, low=1)
         if vector is None:
             vector = self._embed.one(query)
         # Every fact of the user is a candidate: a request names a fact only indirectly more often

@@ -26,7 +26,7 @@ from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
-from trimem.text.notes import NOT_SUBJECT_WORDS, note_key, read_notes, states_change
+from trimem.text.notes import NOT_SUBJECT_WORDS, note_key, states_change
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 if TYPE_CHECKING:
@@ -102,8 +102,7 @@ class Reflection:
         # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
         # office"); a key of the key-phrase table is the statement reader's to change
         notes = {f.key: f.value for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
-        read = read_notes(text)
-        if notes and read and read[0].change:
+        if notes and states_change(text):
             held_words = {key: subject_words(value) for key, value in notes.items()}
             # a word many of the user's notes share ("公司", "work") names no one subject
             counts = Counter(w for ws in held_words.values() for w in ws)

@@ -62,24 +62,23 @@ _EN_MOMENT: Final = re.compile(
 )
 _ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|最近")
 # Habits and changes outlast the moment they are told in.
+# Words that say a state holds from now on: a change, and a lasting state too.
+_EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
+_ZH_NOW = r"现在|以后|今后|不再|已经|改成|换成|改为|换到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|"
-    r"weekends|mornings|evenings|nights|now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|"
-    r"from\s+now\s+on|instead|since|no\s+more|agreed|decided|settled)\b",
+    rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
-    r"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|现在|以后|今后|不再|已经|改成|换成|改为|换到|搬"
+    rf"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
-    r"\b(?:now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|from\s+now\s+on|instead|switched|"
-    r"no\s+more|moved|changed|migrated|replaced|started|stopped|quit|became|converted|transferred|"
-    r"pushed|postponed|cancelled|canceled)\b",
+    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|became|converted|transferred|"
+    rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
-_ZH_CHANGE: Final = re.compile(
-    r"现在|以后|今后|不再|已经|改成|换成|改为|换到|换了|改了|搬|转到|新的|新来|最近开始|开始"
-)
+_ZH_CHANGE: Final = re.compile(rf"换了|改了|转到|新的|新来|最近开始|开始|{_ZH_NOW}")
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
 _EN_PRESENT: Final = re.compile(
     r"(?:'m|'re|'ve|'s|’m|’re|’ve|’s)\b|\b(?:am|is|are|do|does|don't|doesn't|have|has|can|can't|cannot|"

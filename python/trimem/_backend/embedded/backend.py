@@ -130,7 +130,6 @@ class EmbeddedBackend:
         # Each current fact, searched by keywords and meaning (one entry per fact, keyed by a
         # hash of its scope and key; rebuilt from the fact table when a snapshot predates it).
         self._fact_index = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
-        self._fact_keys: dict[int, FactKey] = {}
         self._by_source: dict[tuple[str, str | None, str], int] = {}
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
@@ -228,7 +227,6 @@ class EmbeddedBackend:
     def _load_fact_index(self, index: HybridIndex | None) -> None:
         """The snapshot's fact index, or (a snapshot written before there was one) an index of the
         current facts by keywords only: their vectors were never stored."""
-        self._fact_keys = {fact_entry(fk): fk for fk in self._facts.current}
         if index is not None:
             self._fact_index = index
             return
@@ -422,22 +420,18 @@ class EmbeddedBackend:
         self._fact_index.delete([entry], missing_ok=True)
         fact = self._facts.current.get(fk)
         if fact is None:
-            self._fact_keys.pop(entry, None)
             return
-        self._fact_keys[entry] = fk
         self._fact_index.add(
             ids=[entry],
             texts=[fact_text(fact.key, fact.value)],
             timestamps=[fact.updated_at],
             namespaces=[f"{fk[0]}/{fk[1]}"],
             vectors=None if vector is None or not self._dim else self._vectors(vector, 1),
+            payloads=[fact.key.encode("utf-8")],  # the hit's key; its scope is the namespace
         )
 
     def _unindex_facts(self, keys: Sequence[FactKey]) -> None:
-        entries = [fact_entry(fk) for fk in keys]
-        self._fact_index.delete(entries, missing_ok=True)
-        for entry in entries:
-            self._fact_keys.pop(entry, None)
+        self._fact_index.delete([fact_entry(fk) for fk in keys], missing_ok=True)
 
     def _apply_touch(self, op: OpTouch) -> None:
         if op.episode_ids:
@@ -600,8 +594,11 @@ class EmbeddedBackend:
         floor = self._whole_query_floor(self._fact_index, query.text, query.floors.bm25_share)
         hits, order, weak = self._search(self._fact_index, query, policy, "semantic", floor)
         out: list[tuple[Fact, Scored]] = []
-        for i in order:
-            fact = self._facts.current.get(self._fact_keys.get(int(hits.ids[i]), ("", "", "")))
+        for i, rec in zip(order, self._fact_index.get_many(hits.ids[order])):
+            if rec is None:
+                continue
+            agent_id, user_id = rec.namespace.split("/", 1)
+            fact = self._facts.current.get((agent_id, user_id, rec.payload.decode("utf-8")))
             if fact is not None:
                 out.append((fact, _scored(hits, i, policy, weak=i in weak)))
         return out
