@@ -28,6 +28,7 @@ __all__ = [
     "MIN_BM25_SHARE",
     "MIN_COSINE",
     "MIN_COSINE_ALONE",
+    "MIN_WHOLE_SHARE",
     "Policy",
     "explain",
 ]
@@ -42,6 +43,11 @@ MIN_BM25_SHARE: Final = 0.3
 """A confident keyword match scores this share of what an average document holding each query
 term once scores. Floors rank, they do not cut: a hit under both confident floors is labelled
 weak and ranked after the confident ones."""
+MIN_WHOLE_SHARE: Final = 0.45
+"""A keyword match that meaning does not support (its cosine under the embedder's unrelated
+floor) is confident only from this share of what a document holding every word of the request
+once scores, words no record holds included: a request about what was never said ("my blood
+type?") shares one word with some record ("type rating")."""
 MIN_COSINE: Final = 0.3
 """Under this cosine a vector match counts for nothing: a hit that shares no keyword either is
 unrelated and dropped."""

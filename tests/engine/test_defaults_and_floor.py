@@ -47,6 +47,24 @@ def test_the_keyword_floor_is_a_share_of_the_query_idf_mass() -> None:
     assert idx.bm25_floor("docker port", float("nan")) == 0.0
 
 
+def test_the_whole_request_floor_counts_terms_no_record_holds() -> None:
+    texts = ["node docker port 8080", "nginx proxy port 443", "postgres database", "docker compose file"]
+    idx = _index(texts)
+    n = len(texts)
+
+    def idf(df: int) -> float:
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    # "kafka" (in no record) now counts at the idf of df = 0; "docker" still once
+    expected = 0.3 * (idf(2) + idf(2) + idf(0)) / (1.0 + 1.2)
+    assert idx.bm25_floor("docker port kafka docker", 0.3, unseen=True) == pytest.approx(expected, rel=1e-6)
+    assert idx.bm25_floor("kafka", 0.3, unseen=True) == pytest.approx(0.3 * idf(0) / 2.2, rel=1e-6)
+    # a request of known words only: both floors agree
+    assert idx.bm25_floor("docker port", 0.3, unseen=True) == pytest.approx(idx.bm25_floor("docker port", 0.3))
+    assert idx.bm25_floor("kafka", 0.0, unseen=True) == 0.0
+    assert trimem.HybridIndex(dim=2).bm25_floor("kafka", 0.3, unseen=True) == 0.0
+
+
 def test_an_empty_index_has_no_floor() -> None:
     assert trimem.HybridIndex(dim=2).bm25_floor("docker", 0.3) == 0.0
 

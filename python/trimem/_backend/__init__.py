@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from trimem._backend.ops import Op, OpWorking
+from trimem.config import MIN_WHOLE_SHARE
 from trimem.records import (
     Episode,
     Fact,
@@ -70,11 +71,15 @@ importance, bytes — what the lifecycle's vectorised policy reads."""
 class Floors(msgspec.Struct, frozen=True):
     """What a confident match reaches: a BM25 score of ``bm25_share`` of what a document of
     average length holding each query term once scores, or a cosine of ``cosine_alone``. Under
-    ``cosine`` a vector match counts for nothing: a hit then needs a keyword to be returned."""
+    ``cosine`` a vector match counts for nothing: a hit then needs a keyword to be returned, and
+    a keyword match without that support of meaning is confident only from ``whole_share`` of
+    the score of every word of the request, also words no record holds (when there is a
+    query vector to support it)."""
 
     bm25_share: float
     cosine: float
     cosine_alone: float
+    whole_share: float = MIN_WHOLE_SHARE
 
 
 class Query(msgspec.Struct, frozen=True, kw_only=True):

@@ -69,9 +69,11 @@ class Embedding:
         return self.languages is None or "zh" in self.languages or not has_han(text)
 
     def floors(self, floors: Floors, text: str) -> Floors:
-        """The floors of a search for `text`: similarity alone never confident where the vector
-        cannot vouch for it."""
-        return floors if self.vouches(text) else msgspec.structs.replace(floors, cosine_alone=math.inf)
+        """The floors of a search for `text`: where the vector cannot vouch for it, similarity
+        neither makes a match confident nor supports a keyword match."""
+        if self.vouches(text):
+            return floors
+        return msgspec.structs.replace(floors, cosine=math.inf, cosine_alone=math.inf)
 
     def __call__(self, texts: list[str]) -> np.ndarray | None:
         if self.embedder is None or not texts:
@@ -86,6 +88,18 @@ class Embedding:
     def one(self, text: str) -> np.ndarray | None:
         vecs = self([text])
         return None if vecs is None else vecs[0]
+
+    def query(self, text: str) -> np.ndarray | None:
+        """The vector of a search request: through the embedder's ``query`` where it has one
+        (models trained with separate query and passage inputs), else like a stored text."""
+        call = getattr(self.embedder, "query", None)
+        if not callable(call):
+            return self.one(text)
+        vecs: np.ndarray = np.ascontiguousarray(call([text]), dtype=np.float32)
+        if vecs.shape != (1, self.dim):
+            raise InvalidArgumentError(f"embedder {self.name!r} returned shape {vecs.shape}, expected (1, {self.dim})")
+        row: np.ndarray = vecs[0]
+        return row
 
 
 class IndexedLayer:

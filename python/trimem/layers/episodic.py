@@ -293,7 +293,7 @@ class EpisodicMemory(IndexedLayer):
         if mode == "hybrid" and not self._embed.vouches(query):
             mode = "bm25"  # a blind vector leg would only drag the fused ranking down
         if vector is None and mode != "bm25":
-            vector = self._embed.one(query)
+            vector = self._embed.query(query)
         at = now_micros(now)
         found = self._backend.search_episodes(
             Query(

@@ -47,7 +47,7 @@ import os
 import string
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, Protocol, Unpack, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -56,9 +56,10 @@ import numpy.typing as npt
 from trimem._backend.ops import OpForget, OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
 from trimem._checks import shown
 from trimem._core import Hits, HybridIndex, StoredRecord
-from trimem.embedders import Encoder, PrecomputedEncoder, check_vectors
+from trimem.embedders import check_vectors
 from trimem.errors import (
     DimensionError,
+    DTypeError,
     EmbedderMismatchError,
     InvalidArgumentError,
     InvalidNameError,
@@ -91,6 +92,53 @@ STATE_VERSION = 1
 INDEX_PREFIX = "percept_"
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")  # a store section name: at most 64
 _ADD_KEYS = frozenset(PerceptFields.__annotations__) | {"modality", "item", "user_id"}
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What a modality needs: ``name`` identifies the model (a store built with one refuses
+    another), ``dim`` is the vector width, and calling it with ``n`` items returns float32
+    ``(n, dim)``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def __call__(self, items: list[Any], /) -> Vectors: ...
+
+
+class PrecomputedEncoder:
+    """An encoder for items that already are vectors (from a model run elsewhere): each item is
+    a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
+    them, so vectors of two models never share a space unnoticed.
+
+    >>> PrecomputedEncoder("clip-vit-b32-image", 2)([[1, 0], [0.5, 0.5]]).tolist()
+    [[1.0, 0.0], [0.5, 0.5]]
+    """
+
+    def __init__(self, name: str, dim: int) -> None:
+        self._name, self._dim = str(name), int(dim)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __repr__(self) -> str:
+        return f"PrecomputedEncoder({self._name!r}, {self._dim})"
+
+    def __call__(self, items: list[Any], /) -> Vectors:
+        if not items:
+            return np.zeros((0, self._dim), np.float32)
+        try:
+            return np.asarray(items, dtype=np.float32).reshape(len(items), -1)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise DTypeError(f"{self._name}: each item must be a sequence of {self._dim} numbers ({e})") from None
 
 
 class PerceptHit(msgspec.Struct, frozen=True):

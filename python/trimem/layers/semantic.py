@@ -20,7 +20,6 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 
 from trimem._backend import Backend, Floors, Query
@@ -238,12 +237,11 @@ class Facts(IndexedLayer):
         check_text(query)
         check_int("k", k, low=1)
         if vector is None:
-            vector = self._embed.one(query)
-        # Every fact of the user is a candidate: a request names a fact only indirectly more often
-        # than not, so no similarity floor drops one; the floors only label the weak.
-        floors = msgspec.structs.replace(self._embed.floors(self.floors, query), cosine=-1.0)
-        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k, floors=floors,
-                  now=now_micros(now))  # fmt: skip
+            vector = self._embed.query(query)
+        # Every fact of the user is a candidate (the backend drops none by similarity: a request
+        # names a fact only indirectly more often than not); the floors only label the weak.
+        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
+                  floors=self._embed.floors(self.floors, query), now=now_micros(now))  # fmt: skip
         return self._backend.search_facts(q, self._policy)
 
     @property
@@ -388,7 +386,7 @@ class KnowledgeBase(IndexedLayer):
         if not self._embed.vouches(query):
             vector = None  # keywords only: a blind vector leg would drag the fused ranking down
         elif vector is None:
-            vector = self._embed.one(query)
+            vector = self._embed.query(query)
         owner = knowledge_owner(user_id)
         spaces = [knowledge_namespace(agent_id, None)]
         if owner is not None:

@@ -131,7 +131,9 @@ class Recall:
                     layers=layers,
                 )
         t1 = time.perf_counter()
-        vector = self._embed.one(text)
+        # a model that reads the request's language embeds it as asked (its words of time and
+        # manner carry meaning for it); one that does not gets the keyword reading
+        vector = self._embed.query(query if self._embed.vouches(query) else text)
         t2 = time.perf_counter()
         profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
                                          cutoff=cutoff)  # fmt: skip

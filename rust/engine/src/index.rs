@@ -888,8 +888,10 @@ impl HybridIndex {
 
     /// `share` of the BM25 score a record of average length holding each known term of `text`
     /// once would get: `share · Σ idf / (1 + k1)` over the distinct terms. A floor relative to
-    /// the query's own idf mass means the same in a tiny index and a huge one.
-    pub fn bm25_floor(&self, text: &str, share: f32) -> f32 {
+    /// the query's own idf mass means the same in a tiny index and a huge one. With `unseen`,
+    /// terms no record holds count too (at the idf of a term in no record): the floor of a match
+    /// on the whole request, which a request mostly about what was never stored cannot reach.
+    pub fn bm25_floor(&self, text: &str, share: f32, unseen: bool) -> f32 {
         if self.records.is_empty() || !share.is_finite() || share <= 0.0 {
             return 0.0;
         }
@@ -899,7 +901,7 @@ impl HybridIndex {
         let mass: f64 = terms
             .iter()
             .map(|t| self.bm25.doc_freq(t))
-            .filter(|&df| df > 0)
+            .filter(|&df| unseen || df > 0)
             .map(|df| self.bm25.idf(df))
             .sum();
         (f64::from(share) * mass / (1.0 + f64::from(self.config.bm25.k1))) as f32

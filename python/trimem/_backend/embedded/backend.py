@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +39,7 @@ from trimem._backend.ops import (
     OpWorking,
 )
 from trimem._checks import check_path
-from trimem._core import Hits, HybridIndex, tokenize
+from trimem._core import Hits, HybridIndex
 from trimem.config import CHECKPOINT_BYTES, explain
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
@@ -73,7 +72,6 @@ log = logging.getLogger("trimem")
 EPISODES, KNOWLEDGE, FACTS = "episodes", "knowledge", "facts"
 # A log this large is folded into a snapshot on close, so the next open loads instead of replaying.
 _CLOSE_CHECKPOINT_BYTES = 4 << 20
-_BM25_K1 = 1.2  # the engine's default, which every index here uses
 
 
 class PerceptualStore(Protocol):
@@ -118,7 +116,6 @@ class EmbeddedBackend:
     ) -> None:
         self._lock = threading.RLock()
         self._dim = dim
-        self._stem, self._stopwords = stem, stopwords
         self._meta = OpMeta(embedder=embedder_name, dim=dim)
         self.checkpoint_bytes = checkpoint_bytes
         self.touch_flush = touch_flush
@@ -536,12 +533,14 @@ class EmbeddedBackend:
         ]
 
     def _search(
-        self, index: HybridIndex, q: Query, policy: Policy, layer: str, keyword_floor: float | None = None
+        self, index: HybridIndex, q: Query, policy: Policy, layer: str, *, every_fact: bool = False
     ) -> tuple[Hits, list[int], set[int]]:
         """The hits, the positions of the best ``q.k`` (confident ones first, weak ones after)
         and the positions of the weak. Twice ``k`` are fetched, so that a confident hit just past
-        ``k`` in fused order takes the place of a weak one."""
+        ``k`` in fused order takes the place of a weak one. With `every_fact`, no similarity
+        floor drops a candidate and the keyword floor counts every word of the request."""
         mode: SearchMode = q.mode if q.vector is not None or q.mode == "bm25" else "bm25"
+        floors = q.floors
         hits = index.search(
             text=q.text,
             vector=q.vector,
@@ -550,17 +549,35 @@ class EmbeddedBackend:
             time_range=q.time_range,
             session=q.session,
             mode=mode,
-            min_cosine=q.floors.cosine,
+            min_cosine=-1.0 if every_fact else floors.cosine,
             **policy.search_terms(layer, q.now),
         )
-        if keyword_floor is None:
-            keyword_floor = index.bm25_floor(q.text, q.floors.bm25_share)
-        alone = q.floors.cosine_alone
         # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
         with np.errstate(invalid="ignore"):
-            confident = (hits.bm25_scores >= keyword_floor) | (hits.vector_scores >= alone)
+            keywords = hits.bm25_scores >= index.bm25_floor(q.text, floors.bm25_share, unseen=every_fact)
+            if q.vector is not None and floors.whole_share > 0.0:
+                whole = hits.bm25_scores >= index.bm25_floor(q.text, floors.whole_share, unseen=True)
+                keywords &= whole | self._supported(index, hits, q.vector, floors.cosine, keywords & ~whole)
+            confident = keywords | (hits.vector_scores >= floors.cosine_alone)
         order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
         return hits, order, set(np.flatnonzero(~confident).tolist())
+
+    @staticmethod
+    def _supported(index: HybridIndex, hits: Hits, vector: np.ndarray, floor: float, asked: np.ndarray) -> np.ndarray:
+        """Which hits meaning supports (cosine at least `floor`); for the `asked` ones the vector
+        leg did not reach (outside its candidates), the cosine of their stored vector."""
+        with np.errstate(invalid="ignore"):
+            support = hits.vector_scores >= floor
+        unknown = np.flatnonzero(asked & np.isnan(hits.vector_scores))
+        if len(unknown):
+            records = index.get_many(hits.ids[unknown])
+            stored = [(i, r.vector) for i, r in zip(unknown, records) if r is not None and r.vector is not None]
+            if stored:
+                rows = np.asarray([v for _, v in stored], dtype=np.float32)
+                q = vector / max(float(np.linalg.norm(vector)), 1e-12)
+                cos = rows @ q / np.maximum(np.linalg.norm(rows, axis=1), 1e-12)
+                support[[i for i, _ in stored]] = cos >= floor
+        return support
 
     def columns(self, collection: str, namespace: str | None) -> Columns:
         return self._index(collection).columns(namespace=namespace)
@@ -591,8 +608,10 @@ class EmbeddedBackend:
         return [(agent_id, user_id, f) for f in self._facts.of_user(agent_id, user_id)]
 
     def search_facts(self, query: Query, policy: Policy) -> list[tuple[Fact, Scored]]:
-        floor = self._whole_query_floor(self._fact_index, query.text, query.floors.bm25_share)
-        hits, order, weak = self._search(self._fact_index, query, policy, "semantic", floor)
+        # a profile is small: every fact is a candidate; and every word of the request counts, as
+        # a user's facts share common words ("my", "I") with any request, and one about what was
+        # never said ("my daughter's name") is mostly words no fact holds
+        hits, order, weak = self._search(self._fact_index, query, policy, "semantic", every_fact=True)
         out: list[tuple[Fact, Scored]] = []
         for i, rec in zip(order, self._fact_index.get_many(hits.ids[order])):
             if rec is None:
@@ -602,17 +621,6 @@ class EmbeddedBackend:
             if fact is not None:
                 out.append((fact, _scored(hits, i, policy, weak=i in weak)))
         return out
-
-    def _whole_query_floor(self, index: HybridIndex, text: str, share: float) -> float:
-        """The keyword floor with every word of the request counted, also those no fact holds: a
-        user's facts share common words ("my", "I") with any request, and a request about what
-        was never said ("my daughter's name") is mostly words no fact holds."""
-        n = len(index)
-        if n == 0 or share <= 0.0:
-            return 0.0
-        terms = set(tokenize(text, stem=self._stem, stopwords=self._stopwords))
-        mass = sum(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in map(index.doc_freq, terms))
-        return share * mass / (1.0 + _BM25_K1)
 
     def fact_vectors(self, agent_id: str, user_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
