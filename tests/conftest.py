@@ -86,6 +86,15 @@ def scifact_dir(data_dir: Path) -> Path:
     return d
 
 
+@pytest.fixture(scope="session")
+def cmrc_dir(data_dir: Path) -> Path:
+    d = data_dir / "cmrc2018"
+    missing = [str(p) for p in (d / "corpus.jsonl", d / "queries.jsonl", d / "qrels.tsv") if not p.is_file()]
+    if missing:
+        pytest.skip(f"CMRC 2018 data not found ({', '.join(missing)}); set TRIMEM_DATA to the directory holding it")
+    return d
+
+
 # ------------------------------------------------------------------------- clustered data
 
 

@@ -433,7 +433,7 @@ def _check_eval(args: argparse.Namespace) -> None:
         if problem is not None:
             raise UsageError(f"argument --json: {problem}")
 
-    path = _data_path(args.data, "locomo10.json" if locomo else "scifact")
+    path = _data_path(args.data, "locomo10.json" if locomo else args.dataset)
     where = "" if args.data else " (the default; pass --data or set $TRIMEM_DATA)"
     if locomo:
         if path.is_dir():
@@ -442,13 +442,16 @@ def _check_eval(args: argparse.Namespace) -> None:
             raise UsageError(f"argument --data: LoCoMo file not found: {str(path)!r}{where}")
         _check_locomo(path, args.conversations)
     else:
+        label = {"scifact": "SciFact", "cmrc2018": "CMRC 2018"}.get(args.dataset, args.dataset)
         if path.exists() and not path.is_dir():
-            raise UsageError(f"argument --data: {str(path)!r} is not a folder; SciFact is the scifact folder")
+            raise UsageError(f"argument --data: {str(path)!r} is not a folder; {label} is the {args.dataset} folder")
         if not path.is_dir():
-            raise UsageError(f"argument --data: SciFact folder not found: {str(path)!r}{where}")
-        missing = [n for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv") if not (path / n).is_file()]
+            raise UsageError(f"argument --data: {label} folder not found: {str(path)!r}{where}")
+        missing = [n for n in ("corpus.jsonl", "queries.jsonl") if not (path / n).is_file()]
+        if not (path / "qrels" / "test.tsv").is_file() and not (path / "qrels.tsv").is_file():
+            missing.append("qrels/test.tsv or qrels.tsv")
         if missing:
-            raise UsageError(f"argument --data: {str(path)!r} is not the SciFact folder: no {', '.join(missing)}")
+            raise UsageError(f"argument --data: {str(path)!r} is not the {label} folder: no {', '.join(missing)}")
 
 
 def _check_locomo(path: Path, conversations: str | None) -> None:

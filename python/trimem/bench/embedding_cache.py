@@ -44,6 +44,7 @@ class EmbeddingCache:
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
         self._npy = None if directory is None else directory / f"eval-{safe}-d{self.dim}.npy"
         self._keys_path = None if directory is None else directory / f"eval-{safe}-d{self.dim}.json"
+        self.queries: EmbeddingCache = self  # what embeds requests (see _make_embedder)
         self._rows: dict[str, int] = {}
         self._data: Vectors = np.empty((0, self.dim), dtype=np.float32)
         self._load()
@@ -122,13 +123,31 @@ class EmbeddingCache:
         return out
 
 
+class _QuerySide:
+    """An embedder's ``query`` under a name of its own (its cache file is not the passages')."""
+
+    def __init__(self, inner: Any) -> None:
+        self.call = inner.query
+        self.name = f"{inner.name}-query"
+        self.dim = int(inner.dim)
+        self.batch_size = getattr(inner, "batch_size", 64)
+
+    def __call__(self, texts: list[str]) -> Vectors:
+        return np.asarray(self.call(texts), dtype=np.float32)
+
+
 def _make_embedder(spec: str, cache_dir: Path | None, progress: TextIO | None) -> EmbeddingCache:
+    """The passages' cached embedder; its ``queries`` embeds requests (through the model's
+    ``query`` where it has one, as ``Memory`` does)."""
     from trimem.embedders import resolve_embedder
 
     emb = resolve_embedder(spec)
     if emb is None:
         raise ValueError("an embedder is needed for the vector and hybrid runs")
-    return EmbeddingCache(emb, cache_dir, progress=progress)
+    passages = EmbeddingCache(emb, cache_dir, progress=progress)
+    has_query = callable(getattr(emb, "query", None))
+    passages.queries = EmbeddingCache(_QuerySide(emb), cache_dir, progress=progress) if has_query else passages
+    return passages
 
 
 # ============================================================================ LoCoMo data

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trimem._usage import UsageError
+from trimem.bench.beir_product import PRODUCT_ROW, evaluate_documents_product
 from trimem.bench.embedding_cache import default_cache_dir
 from trimem.bench.evaluate import (
     DEFAULT_DATA_DIR,
@@ -26,6 +27,7 @@ from trimem.bench.evaluate import (
     evaluate_scifact,
     format_locomo_table,
     format_scifact_table,
+    load_scifact,
 )
 from trimem.bench.product import evaluate_locomo_product, format_product_table, product_summary
 from trimem.bench.profile_eval import (
@@ -40,7 +42,7 @@ from trimem.bench.profile_eval import (
     suite_paths,
 )
 
-EMBEDDERS = ("auto", "minilm", "hashing", "none")
+EMBEDDERS = ("auto", "minilm", "e5", "hashing", "none")
 PATHS = ("product", "engine", "both")
 # The namespace attribute trimem.cli runs before a command (its _CHECK); `eval` sets its own
 # check for locomo and scifact, and `eval profile` overrides it with one that knows its options.
@@ -126,21 +128,50 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _common(lo, d)
     lo.set_defaults(func=_run_locomo)
-    sf = evals.add_parser(
+    _add_documents(
+        evals,
         "scifact",
         help="BEIR SciFact nDCG@10 and recall@100 (title + abstract indexed)",
         description="BEIR SciFact: 5,183 abstracts, the 300 test claims as queries.",
+    )
+    _add_documents(
+        evals,
+        "cmrc2018",
+        help="CMRC 2018 (Chinese) nDCG@10 and recall@100, BEIR layout",
+        description="CMRC 2018: 848 Chinese Wikipedia paragraphs, their questions as queries.",
+    )
+    _add_profile(evals)
+
+
+def _add_documents(
+    evals: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, description: str
+) -> None:
+    """A BEIR-layout document set: the product path (the corpus in Memory's knowledge base,
+    Memory.recall per query) beside the engine modes."""
+    sf = evals.add_parser(
+        name,
+        help=help,
+        description=description
+        + " Product path: every document added to Memory's knowledge base (knowledge.add_many), then "
+        "Memory.recall(query, k_knowledge=100) with its defaults, row Memory.recall; engine path: one "
+        "HybridIndex, modes bm25, vector, hybrid.",
         epilog=(
-            f"Defaults fixed a priori (no tuning on SciFact): {SCIFACT_DEFAULTS.describe(locomo=False)}. "
-            "Example: python -m trimem eval scifact --data ../shared/data/scifact"
+            f"Engine defaults fixed a priori (no tuning on these sets): {SCIFACT_DEFAULTS.describe(locomo=False)}. "
+            f"Example: python -m trimem eval {name} --data ../shared/data/{name}"
         ),
     )
-    sf.add_argument("--data", metavar="DIR", help="the scifact folder (default ../shared/data/scifact)")
+    sf.add_argument(
+        "--path",
+        dest="eval_path",
+        choices=PATHS,
+        default="both",
+        help="product (Memory, what an agent gets), engine (HybridIndex) or both (default)",
+    )
+    sf.add_argument("--data", metavar="DIR", help=f"the {name} folder (default ../shared/data/{name})")
     sf.add_argument("--max-docs", type=int, metavar="N", help="index only N documents (judged ones kept)")
     sf.add_argument("--max-queries", type=int, metavar="N", help="only the first N test queries")
     _common(sf, SCIFACT_DEFAULTS)
-    sf.set_defaults(func=_run_scifact)
-    _add_profile(evals)
+    sf.set_defaults(func=_run_documents)
 
 
 def _count(text: str) -> int:
@@ -395,22 +426,44 @@ def _run_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_scifact(args: argparse.Namespace) -> int:
-    path = _data_path(args.data, "scifact")
+def _run_documents(args: argparse.Namespace) -> int:
+    name = args.dataset
+    path = _data_path(args.data, name)
     if not (path / "corpus.jsonl").is_file():
-        print(f"trimem eval: SciFact data not found at {path} (pass --data)", file=sys.stderr)
+        print(f"trimem eval: {name} data not found at {path} (pass --data)", file=sys.stderr)
         return 2
+    which = args.eval_path
+    cache = None if args.no_cache else default_cache_dir()
+    stream = None if args.quiet else sys.stderr
     try:
-        report = evaluate_scifact(
-            path,
-            embedder=_engine_embedder(args),
-            settings=_settings_from(args, SCIFACT_DEFAULTS),
-            modes=_modes(args.modes),
-            max_docs=args.max_docs,
-            max_queries=args.max_queries,
-            cache_dir=None if args.no_cache else default_cache_dir(),
-            progress=None if args.quiet else sys.stderr,
-        )
+        if which == "product":
+            report: dict[str, Any] = {
+                "dataset": name,
+                "data": str(path),
+                "settings": {},
+                "results": {},
+                "wall_s": 0.0,
+            }
+        else:
+            report = evaluate_scifact(
+                path,
+                embedder=_engine_embedder(args),
+                settings=_settings_from(args, SCIFACT_DEFAULTS),
+                modes=_modes(args.modes),
+                max_docs=args.max_docs,
+                max_queries=args.max_queries,
+                cache_dir=cache,
+                progress=stream,
+                dataset=name,
+            )
+        if which != "engine":
+            data = load_scifact(path, max_docs=args.max_docs, max_queries=args.max_queries)
+            product = evaluate_documents_product(
+                data, embedder=_product_embedder(args), cache_dir=cache, progress=stream, label=name
+            )
+            report["results"] = {PRODUCT_ROW: product.pop("row"), **report["results"]}
+            report["product"] = product
+            report.setdefault("embedder", product["embedder"])
     except (ValueError, ImportError) as exc:
         print(f"trimem eval: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,9 @@ numbering: 1 = multi-hop, 2 = temporal, 3 = open-domain, 4 = single-hop, 5 = adv
 
 **SciFact** (BEIR, ``scifact/``): title and abstract indexed as one record; the 300 test claims
 are the queries (as written, no rewriting); nDCG@10 (graded qrels, log2 discount) and recall@100.
+**CMRC 2018** (``cmrc2018/``, the same layout with one ``qrels.tsv``): Chinese Wikipedia
+paragraphs and their questions, run the same way with the same settings (stemming and stop
+words touch only English words).
 
 Indexes are built with one thread (a parallel HNSW build differs slightly from run to run) and
 searched with ``ef = 256``, so every figure is reproducible and the vector leg is near-exact.
@@ -450,7 +453,7 @@ def evaluate_locomo(
         pairs = list(zip(conv.questions, intents))
         bm25_texts = [i.text if settings.bm25_query == "rewritten" else q.question for q, i in pairs]
         vec_texts = [i.text if settings.vector_query == "rewritten" else q.question for q, i in pairs]
-        q_vecs = emb(vec_texts, desc=f"{conv.sample_id}: embedding questions") if need_vectors else None
+        q_vecs = emb.queries(vec_texts, desc=f"{conv.sample_id}: embedding questions") if need_vectors else None
         conv_r10: dict[str, list[float]] = {m: [] for m in modes}
         for qi, (q, intent) in enumerate(zip(conv.questions, intents)):
             tr = _time_range(intent, settings)
@@ -527,14 +530,16 @@ class SciFact:
 def load_scifact(
     directory: str | os.PathLike[str], *, max_docs: int | None = None, max_queries: int | None = None
 ) -> SciFact:
-    """Corpus (title + " " + text), the test queries and their qrels.
+    """Corpus (title + " " + text), the test queries and their qrels (a BEIR-layout folder:
+    SciFact's, or CMRC 2018's with its one ``qrels.tsv``).
 
     ``max_docs`` keeps every judged document plus the first documents of the corpus up to that
     many in all (for quick runs); ``max_queries`` keeps the first test queries by id order.
     """
     d = Path(directory)
     qrels: dict[str, dict[str, float]] = {}
-    with open(d / "qrels" / "test.tsv", encoding="utf-8") as f:
+    judged_file = d / "qrels" / "test.tsv"  # BEIR's test split; a one-split set has qrels.tsv
+    with open(judged_file if judged_file.is_file() else d / "qrels.tsv", encoding="utf-8") as f:
         for n, line in enumerate(f):
             parts = line.rstrip("\n").split("\t")
             if n == 0 and parts[0] == "query-id":
@@ -582,31 +587,35 @@ def evaluate_scifact(
     max_queries: int | None = None,
     cache_dir: Path | None = None,
     progress: TextIO | None = sys.stderr,
+    dataset: str = "scifact",
 ) -> dict[str, Any]:
-    """nDCG@10 and recall@100 of each mode over the SciFact test queries."""
+    """nDCG@10 and recall@100 of each mode over the test queries of SciFact (or of another
+    BEIR-layout `dataset`)."""
     say = _progress(progress)
     t0 = time.perf_counter()
     data = load_scifact(directory, max_docs=max_docs, max_queries=max_queries)
     need_vectors = any(m != "bm25" for m in modes)
     emb = _make_embedder(embedder, cache_dir, progress)
-    say(f"scifact: {len(data.texts)} documents, {len(data.queries)} queries; embedding with {emb.name}")
+    say(f"{dataset}: {len(data.texts)} documents, {len(data.queries)} queries; embedding with {emb.name}")
     te = time.perf_counter()
-    doc_vecs = emb(list(data.texts), desc="scifact: embedding documents") if need_vectors else None
+    doc_vecs = emb(list(data.texts), desc=f"{dataset}: embedding documents") if need_vectors else None
     qids = list(data.queries)
-    q_vecs = emb([data.queries[q] for q in qids], desc="scifact: embedding queries") if need_vectors else None
-    say(f"scifact: embeddings ready ({time.perf_counter() - te:.1f}s); indexing {len(data.doc_ids)} documents")
+    q_vecs = (
+        emb.queries([data.queries[q] for q in qids], desc=f"{dataset}: embedding queries") if need_vectors else None
+    )
+    say(f"{dataset}: embeddings ready ({time.perf_counter() - te:.1f}s); indexing {len(data.doc_ids)} documents")
     index = _new_index(emb.dim, settings)
     index.add(
         ids=np.arange(len(data.doc_ids), dtype=np.uint64),
         texts=list(data.texts),
         timestamps=np.zeros(len(data.doc_ids), dtype=np.int64),
-        namespaces=["scifact"] * len(data.doc_ids),
+        namespaces=[dataset] * len(data.doc_ids),
         vectors=doc_vecs,
     )
     results: dict[str, dict[str, float]] = {}
     for mode in modes:
         nd, rc = [], []
-        with Meter(progress, f"scifact {mode}: searching", len(qids), "queries") as meter:
+        with Meter(progress, f"{dataset} {mode}: searching", len(qids), "queries") as meter:
             for qi, q in enumerate(qids):
                 vec = None if q_vecs is None else q_vecs[qi]
                 ranked = [data.doc_ids[i] for i in _search(index, mode, data.queries[q], vec, SCIFACT_K, settings)]
@@ -618,9 +627,9 @@ def evaluate_scifact(
             "ndcg@10": float(np.mean(nd)) if nd else 0.0,
             f"recall@{SCIFACT_K}": float(np.mean(rc)) if rc else 0.0,
         }
-        say(f"scifact {mode}: nDCG@10={results[mode]['ndcg@10']:.4f}")
+        say(f"{dataset} {mode}: nDCG@10={results[mode]['ndcg@10']:.4f}")
     return {
-        "dataset": "scifact",
+        "dataset": dataset,
         "data": str(directory),
         "embedder": emb.name,
         "settings": _settings_dict(settings),

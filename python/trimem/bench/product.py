@@ -112,13 +112,13 @@ class _OneCall:
 
     batch_size = 1
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = f"{inner.name}-single-call"
+    def __init__(self, inner: Any, *, query: bool = False) -> None:
+        self.call = inner.query if query else inner
+        self.name = f"{inner.name}-{'query-' if query else ''}single-call"
         self.dim = int(inner.dim)
 
     def __call__(self, texts: list[str]) -> Vectors:
-        return np.asarray(self.inner(texts), dtype=np.float32)
+        return np.asarray(self.call(texts), dtype=np.float32)
 
 
 class CachedEmbedder:
@@ -129,7 +129,9 @@ class CachedEmbedder:
     is byte for byte what that call returned (for a deterministic embedder). ``calls`` counts the
     calls ``Memory`` made, ``embedded`` the texts the real embedder saw."""
 
-    def __init__(self, inner: Any, directory: Path, *, progress: TextIO | None = None) -> None:
+    def __init__(
+        self, inner: Any, directory: Path, *, progress: TextIO | None = None, batch_cache: bool = False
+    ) -> None:
         self.inner = inner
         self.name = str(inner.name)
         self.dim = int(inner.dim)
@@ -138,20 +140,36 @@ class CachedEmbedder:
         self.calls = 0
         self.embedded = 0
         self._cache = EmbeddingCache(_OneCall(inner), directory, progress=progress)
+        has_query = callable(getattr(inner, "query", None))  # requests embedded apart, cached apart
+        self._query_cache = (
+            EmbeddingCache(_OneCall(inner, query=True), directory, progress=progress) if has_query else None
+        )
+        # many-text calls (a bulk preload) through the engine path's cache file, when asked
+        self._batch_cache = EmbeddingCache(inner, directory, progress=progress) if batch_cache else None
 
     def __call__(self, texts: Sequence[str]) -> Vectors:
+        return self._cached(self._cache, texts)
+
+    def query(self, texts: Sequence[str]) -> Vectors:
+        return self._cached(self._query_cache or self._cache, texts)
+
+    def _cached(self, cache: EmbeddingCache, texts: Sequence[str]) -> Vectors:
         self.calls += 1
         items = list(texts)
         if len(items) != 1:
+            if self._batch_cache is not None and cache is self._cache:
+                return self._batch_cache(items)
             self.embedded += len(items)
-            return np.asarray(self.inner(items), dtype=np.float32)
-        before = len(self._cache._rows)
-        out = self._cache(items)
-        self.embedded += len(self._cache._rows) - before
+            return np.asarray(cache.embedder(items), dtype=np.float32)
+        before = len(cache._rows)
+        out = cache(items)
+        self.embedded += len(cache._rows) - before
         return out
 
 
-def product_embedder(spec: str | None, cache_dir: Path | None, progress: TextIO | None = None) -> Any:
+def product_embedder(
+    spec: str | None, cache_dir: Path | None, progress: TextIO | None = None, *, batch_cache: bool = False
+) -> Any:
     """What ``Memory(embedder=...)`` gets: the spec itself without a cache folder (the literal
     product path), else the resolved embedder in a :class:`CachedEmbedder`."""
     if spec is None or cache_dir is None:
@@ -159,7 +177,7 @@ def product_embedder(spec: str | None, cache_dir: Path | None, progress: TextIO 
     from trimem.embedders import resolve_embedder
 
     inner = resolve_embedder(spec)
-    return None if inner is None else CachedEmbedder(inner, cache_dir, progress=progress)
+    return None if inner is None else CachedEmbedder(inner, cache_dir, progress=progress, batch_cache=batch_cache)
 
 
 def _embedder_name(spec: Any) -> str | None:
