@@ -213,8 +213,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--embedder",
         default="auto",
-        choices=("auto", "minilm", "hashing"),
-        help="auto (default: minilm when installed, else hashing), minilm or hashing; a folder keeps "
-        "the embedder it was built with",
+        choices=("auto", "bilingual", "minilm", "hashing"),
+        help="auto (default: bilingual when installed, else minilm, else hashing), bilingual, minilm or "
+        "hashing; a folder keeps the embedder it was built with",
     )
     p.set_defaults(func=lambda a: run(a.path, a.embedder))

@@ -160,4 +160,7 @@ class StoreClosedError(StoreError):
 
 
 class EmbedderMismatchError(StoreError):
-    """The store was built with another embedder; vectors from two models do not mix."""
+    """The store was built with another embedder; vectors from two models do not mix.
+    ``recorded`` names the store's model (None when unknown)."""
+
+    recorded: str | None = None

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 class Memory:
     """Three-layer agent memory: `Memory()` in process, `Memory("./folder")` an embedded store.
 
-    `embedder`: "auto" (MiniLM with the `minilm` extra, else hashing), "hashing", "minilm", an
+    `embedder`: "auto" (see `trimem.embedders.auto_embedder`), "bilingual", "hashing", "minilm", an
     object with `name`, `dim` and `__call__(list[str]) -> float32 (n, dim)`, or None (keywords
     only). `min_bm25_share`, `min_cosine_alone`: what a confident match reaches (the rest rank last,
     labelled weak); `min_cosine`: under it a keyword-less match is dropped (None: the embedder's).

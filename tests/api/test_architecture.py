@@ -29,7 +29,7 @@ RANKS: list[tuple[str, ...]] = [
         "trimem._vendor",
         "trimem.text",
         "trimem.embedders",
-        "trimem.embed",
+        "trimem._embed",
         "trimem.graph",
         "trimem.rewrite",
         "trimem.reflect",

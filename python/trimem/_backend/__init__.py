@@ -94,6 +94,7 @@ class Query(msgspec.Struct, frozen=True, kw_only=True):
     time_range: tuple[int, int] | None = None  # [lo, hi) µs
     session: str | None = None
     mode: SearchMode = "hybrid"
+    vector_weight: float = 1.0  # the vector leg's fusion weight scaled for the request's language
 
 
 class Stored(msgspec.Struct, frozen=True):

@@ -42,7 +42,7 @@ from trimem.bench.profile_eval import (
     suite_paths,
 )
 
-EMBEDDERS = ("auto", "minilm", "e5", "hashing", "none")
+EMBEDDERS = ("auto", "bilingual", "minilm", "e5", "hashing", "none")
 PATHS = ("product", "engine", "both")
 # The namespace attribute trimem.cli runs before a command (its _CHECK); `eval` sets its own
 # check for locomo and scifact, and `eval profile` overrides it with one that knows its options.

@@ -137,6 +137,7 @@ class CachedEmbedder:
         self.dim = int(inner.dim)
         self.languages = getattr(inner, "languages", None)  # what the memory reads of the embedder
         self.cosine_floors = getattr(inner, "cosine_floors", None)
+        self.language_weights = getattr(inner, "language_weights", None)
         self.calls = 0
         self.embedded = 0
         self._cache = EmbeddingCache(_OneCall(inner), directory, progress=progress)

@@ -17,7 +17,7 @@ from trimem._backend import Backend, Floors
 from trimem._checks import check_str
 from trimem.config import MAX_TEXT_CHARS, MIN_COSINE, MIN_COSINE_ALONE, SAME_SUBJECT_COSINE, Policy
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
-from trimem.text.script import has_han
+from trimem.text.script import has_han, query_language
 
 
 def check_options(given: Mapping[str, object], allowed: Iterable[str], what: str) -> None:
@@ -49,6 +49,20 @@ def _cosine_floors(declared: object, name: str | None) -> tuple[float, float, fl
     return (float(declared[0]), float(declared[1]), float(declared[2]))
 
 
+def _language_weights(declared: object, name: str | None) -> dict[str, float]:
+    """An embedder's declared ``language_weights`` (request language -> vector leg weight), checked."""
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+        isinstance(k, str) and isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w <= 1
+        for k, w in declared.items()
+    ):
+        raise InvalidArgumentError(
+            f"embedder {name!r}: language_weights must map languages to weights in [0, 1], got {declared!r}"
+        )
+    return {k: float(w) for k, w in declared.items()}
+
+
 class Embedding:
     """The memory's embedder (or none), called with a check of what it returns."""
 
@@ -60,6 +74,8 @@ class Embedding:
         self.languages: tuple[str, ...] | None = getattr(embedder, "languages", None)
         # its scale of similarity: (unrelated under, confident alone from, one subject from)
         self.cosine_floors = _cosine_floors(getattr(embedder, "cosine_floors", None), self.name)
+        # per request language, the weight of its vector leg in fusion (1 where not declared)
+        self.language_weights = _language_weights(getattr(embedder, "language_weights", None), self.name)
 
     def vouches(self, text: str) -> bool:
         """Whether a vector of `text` means something: not when the embedder reads no Chinese and
@@ -67,6 +83,11 @@ class Embedding:
         documents are searched by keywords alone (fused with a blind leg, a ranking only worsens:
         on CMRC 2018 MiniLM's hybrid falls far under BM25's)."""
         return self.languages is None or "zh" in self.languages or not has_han(text)
+
+    def vector_weight(self, text: str) -> float:
+        """The fusion weight of the vector leg for a request in `text`'s language: a model may
+        read a language less well than keywords find it (USE's Chinese beside BM25's)."""
+        return self.language_weights.get(query_language(text), 1.0) if self.language_weights else 1.0
 
     def floors(self, floors: Floors, text: str) -> Floors:
         """The floors of a search for `text`: where the vector cannot vouch for it, similarity

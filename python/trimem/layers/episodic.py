@@ -302,6 +302,7 @@ class EpisodicMemory(IndexedLayer):
                 namespace=ns,
                 k=k,
                 floors=self._embed.floors(self.floors, query),
+                vector_weight=self._embed.vector_weight(query),
                 now=at,
                 time_range=tr,
                 session=session_id,

@@ -401,6 +401,7 @@ class KnowledgeBase(IndexedLayer):
                     namespace=ns,
                     k=k,
                     floors=self._embed.floors(self.floors, query),
+                    vector_weight=self._embed.vector_weight(query),
                     now=at,
                     time_range=None if before is None else (-(2**63), before),
                 ),

@@ -183,10 +183,12 @@ class EmbeddedBackend:
 
     def _check_meta(self, meta: OpMeta) -> None:
         if meta != self._meta:
-            raise EmbedderMismatchError(
+            err = EmbedderMismatchError(
                 f"{self.path} was built with embedder {meta.embedder!r} (dim {meta.dim}), but this "
                 f"Memory uses {self._meta.embedder!r} (dim {self._meta.dim}); pass embedder= matching the store"
             )
+            err.recorded = meta.embedder
+            raise err
 
     def _load(self, journal: Journal) -> None:
         """Restores the latest snapshot, then replays the log written after it."""
@@ -525,6 +527,8 @@ class EmbeddedBackend:
         return self._by_source.get((agent_id, user_id, source))
 
     def search_knowledge(self, query: Query, policy: Policy) -> list[RecalledKnowledge]:
+        if not len(self._knowledge):  # most memories hold no documents: no search to pay for
+            return []
         hits, order, weak = self._search(self._knowledge, query, policy, "semantic")
         return [
             RecalledKnowledge(decode_knowledge(r.payload), _scored(hits, i, policy, weak=i in weak))
@@ -550,7 +554,7 @@ class EmbeddedBackend:
             session=q.session,
             mode=mode,
             min_cosine=-1.0 if every_fact else floors.cosine,
-            **policy.search_terms(layer, q.now),
+            **self._terms(policy, layer, q),
         )
         # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
         with np.errstate(invalid="ignore"):
@@ -561,6 +565,14 @@ class EmbeddedBackend:
             confident = keywords | (hits.vector_scores >= floors.cosine_alone)
         order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
         return hits, order, set(np.flatnonzero(~confident).tolist())
+
+    @staticmethod
+    def _terms(policy: Policy, layer: str, q: Query) -> dict[str, Any]:
+        terms = policy.search_terms(layer, q.now)
+        if q.vector_weight != 1.0:
+            keywords, vector = terms["weights"]
+            terms["weights"] = (keywords, vector * q.vector_weight)
+        return terms
 
     @staticmethod
     def _supported(index: HybridIndex, hits: Hits, vector: np.ndarray, floor: float, asked: np.ndarray) -> np.ndarray:
