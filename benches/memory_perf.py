@@ -1,6 +1,8 @@
 """Memory-layer performance at 100k episodes (issue "Three-layer memory API"), all in one process:
 
-    python benches/memory_perf.py
+    python benches/memory_perf.py [--dim 896]
+
+(``--dim``: the vector width, 384 by default; 896 is the bilingual default embedder's.)
 
 * `retain_many` with precomputed vectors vs hnswlib `add_items` (same M=16, efC=200, all cores);
 * `retain_many` of episodes with no vector (a keyword-only memory);
@@ -12,6 +14,7 @@
 The embedder is a stand-in returning a fixed vector, so the embedding cost is not what is timed.
 """
 
+import argparse
 import time
 from datetime import UTC, datetime
 
@@ -21,15 +24,18 @@ import numpy as np
 from trimem import Memory
 from trimem.bench.datasets import make_dataset
 
+ap = argparse.ArgumentParser()
+ap.add_argument("--dim", type=int, default=384, help="vector width (896: the bilingual default's)")
+DIM = ap.parse_args().dim
 n = 100_000
-ds = make_dataset(n, 384, n_queries=200)
+ds = make_dataset(n, DIM, n_queries=200)
 items = [
     dict(text=t, user_id=f"u{i % 20}", timestamp=int(ts)) for i, (t, ts) in enumerate(zip(ds.texts, ds.timestamps))
 ]
 
 
 class Fixed:  # precomputed vectors: the embedder call is not what we measure
-    name, dim = "fixed-384", 384
+    name, dim = f"fixed-{DIM}", DIM
 
     def __call__(self, texts):
         return np.tile(ds.query_vectors[:1], (len(texts), 1))
@@ -42,7 +48,7 @@ for _ in range(2):
     t = time.perf_counter()
     mem.retain_many(items, vectors=ds.vectors)
     res.setdefault("retain_many+vec", []).append(n / (time.perf_counter() - t))
-    h = hnswlib.Index("cosine", 384)
+    h = hnswlib.Index("cosine", DIM)
     h.init_index(n, 16, 200)
     t = time.perf_counter()
     h.add_items(ds.vectors, ds.ids)
@@ -69,6 +75,10 @@ for _ in range(2):
         lat.append(b.timings["total"] - b.timings["embed"])
         tot.append(b.timings["total"])
         facts_ms.append(b.timings["facts"])
+    steps = {
+        k: np.median([mem.recall(q, user_id="u1", now=now).timings.get(k, 0.0) for q in qs[:100]]) for k in b.timings
+    }
+    print("  steps p50 (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in steps.items()))
     print(
         f"recall p50 without embedding {np.median(lat):.3f} ms (p99 {np.percentile(lat, 99):.3f}); "
         f"the facts step p50 {np.median(facts_ms):.3f} ms; "
