@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 
 from trimem import Memory
 from trimem.config import MIN_WHOLE_SHARE
@@ -105,3 +106,19 @@ def test_without_a_vector_the_keyword_floor_alone_decides() -> None:
         mem.retain(text, user_id="u")
     (hit,) = mem.search(REQUEST, user_id="u")
     assert not hit.scored.weak  # no meaning to ask: a keyword-only memory keeps its floor
+
+
+@pytest.mark.parametrize(("cosine", "weak"), [(0.5, False), (0.4, True)])
+def test_a_match_both_legs_find_part_way_is_confident(cosine: float, weak: bool) -> None:
+    """One keyword of six (under the keyword floor) and a cosine past halfway from the unrelated
+    floor (0.3) to the alone floor (0.6), that is 0.45: confident; at 0.4: weak."""
+    others = ["Blood bank visit on Monday.", "Pilot training schedule posted.", "Sim session was long.",
+              "Crew roster published.", "Fuel prices went up."]  # fmt: skip
+    request = "blood pilot sim crew fuel type"
+    planted = {TYPE_RATING: [1, 0, 0, 0, 0, 0, 0, 0], request: [cosine, math.sqrt(1 - cosine**2), 0, 0, 0, 0, 0, 0]}
+    mem = Memory(embedder=_Planted(planted))
+    for i, text in enumerate([TYPE_RATING, *others]):
+        mem.retain(text, user_id="u", session_id=f"s{i}")
+    (hit,) = [h for h in mem.search(request, user_id="u", k=6) if h.episode.text == TYPE_RATING]
+    assert hit.scored.bm25 is not None and hit.scored.bm25 < mem._backend._episodes.bm25_floor(request, 0.3)
+    assert hit.scored.cosine == pytest.approx(cosine, abs=1e-6) and hit.scored.weak is weak

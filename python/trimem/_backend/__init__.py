@@ -74,7 +74,8 @@ class Floors(msgspec.Struct, frozen=True):
     ``cosine`` a vector match counts for nothing: a hit then needs a keyword to be returned, and
     a keyword match without that support of meaning is confident only from ``whole_share`` of
     the score of every word of the request, also words no record holds (when there is a
-    query vector to support it)."""
+    query vector to support it). A hit both legs find, with any keyword and a cosine halfway
+    from ``cosine`` to ``cosine_alone``, is confident too."""
 
     bm25_share: float
     cosine: float

@@ -562,7 +562,10 @@ class EmbeddedBackend:
             if q.vector is not None and floors.whole_share > 0.0:
                 whole = hits.bm25_scores >= index.bm25_floor(q.text, floors.whole_share, unseen=True)
                 keywords &= whole | self._supported(index, hits, q.vector, floors.cosine, keywords & ~whole)
-            confident = keywords | (hits.vector_scores >= floors.cosine_alone)
+            # found by both legs, each part way (a keyword, and a cosine halfway from unrelated to
+            # confident alone), a match is confident too
+            both = (hits.bm25_scores > 0.0) & (hits.vector_scores >= (floors.cosine + floors.cosine_alone) / 2.0)
+            confident = keywords | both | (hits.vector_scores >= floors.cosine_alone)
         order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
         return hits, order, set(np.flatnonzero(~confident).tolist())
 
