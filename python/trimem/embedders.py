@@ -42,7 +42,17 @@ from typing import Any
 import numpy as np
 
 from trimem._core import tokenize
-from trimem._embed.base import Embedder, Vectors, _as_texts, _checked_call, _l2_normalise, _log, _Model, check_vectors
+from trimem._embed.base import (
+    DECLARED,
+    Embedder,
+    NamedModel,
+    Vectors,
+    _as_texts,
+    _checked_call,
+    _l2_normalise,
+    _log,
+    check_vectors,
+)
 from trimem._embed.minilm import _MINILM_NAME, MiniLMEmbedder, _minilm_missing, minilm_available
 from trimem._embed.multilingual import (
     _BILINGUAL_INSTALL_HINT,
@@ -82,7 +92,7 @@ _NGRAM_WEIGHT = 1.5  # L2 mass of a term's n-grams relative to the term itself
 _CACHE_LIMIT = 1 << 18
 
 
-class HashingEmbedder:
+class HashingEmbedder(NamedModel):
     """Deterministic embeddings by signed feature hashing; numpy only.
 
     Each text is split with :func:`trimem.tokenize` (stopwords dropped unless
@@ -114,21 +124,13 @@ class HashingEmbedder:
         self._dim = dim
         self._seed = seed
         self._key = seed.to_bytes(8, "little")
-        self._name = f"hashing-{dim}-v1" + (f"-seed{seed}" if seed else "")
+        self._name = f"hashing-{dim}-v1" + (f"-seed{seed}" if seed else "")  # read back by _hashing_named
         self._cache: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
         self._slots: dict[str, int] = {}
         idx, val = self._features("\x00<empty text>")
         self._empty = np.zeros(dim, dtype=np.float32)
         np.add.at(self._empty, np.array(idx), np.array(val, dtype=np.float32))
         self._empty /= np.linalg.norm(self._empty)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     @property
     def seed(self) -> int:
@@ -211,7 +213,7 @@ class HashingEmbedder:
 # ---------------------------------------------------------------------------
 
 
-class _Wrapper(_Model):
+class _Wrapper(NamedModel):
     """What the third-party wrappers share: repr and the checked call. A subclass sets
     ``_name`` and ``_dim`` and implements ``_raw``."""
 
@@ -283,14 +285,14 @@ class LangChainEmbedder(_Wrapper):
         return _l2_normalise(out) if self.normalize else out
 
 
-class _CheckedEmbedder(_Model):
+class _CheckedEmbedder(NamedModel):
     """A user's embedder with its output validated (dtype, shape, finite, non-zero)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self._name = str(inner.name)
         self._dim = int(inner.dim)
-        for declared in ("languages", "cosine_floors", "language_weights"):  # what it says of itself
+        for declared in DECLARED:  # what the user's embedder says of itself
             setattr(self, declared, getattr(inner, declared, None))
         if self._dim < 1:
             raise EmbedderError(f"embedder {self._name!r} has dim {self._dim}")
@@ -368,6 +370,15 @@ _BUILTIN = (
 )
 
 
+def _hashing_named(name: str) -> HashingEmbedder | None:
+    """The :class:`HashingEmbedder` whose name is `name` ("hashing-16-v1", "hashing-384-v1-seed7")."""
+    parts = name.split("-")
+    if len(parts) not in (3, 4) or parts[0] != "hashing" or parts[2] != "v1" or not parts[1].isdigit():
+        return None
+    seed = parts[3].removeprefix("seed") if len(parts) == 4 else "0"
+    return HashingEmbedder(int(parts[1]), seed=int(seed)) if seed.isdigit() and int(parts[1]) > 0 else None
+
+
 def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
     """Turn an ``embedder=`` argument into an :class:`Embedder` (or None).
 
@@ -395,8 +406,9 @@ def resolve_embedder(spec: str | Embedder | Any | None) -> Embedder | None:
             return E5SmallEmbedder()
         if key in ("bilingual", _BILINGUAL_NAME):
             return BilingualEmbedder()
-        if key == HashingEmbedder().name:  # the name a store records
-            return HashingEmbedder()
+        hashing = _hashing_named(key)  # the name a store records: width and seed
+        if hashing is not None:
+            return hashing
         raise InvalidArgumentError(
             f"unknown embedder {spec!r}: use 'auto', 'bilingual', 'hashing', 'minilm', 'e5', None, or an object "
             "with name, dim and __call__(list[str]) -> float32 (n, dim)"

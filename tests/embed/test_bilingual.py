@@ -87,6 +87,8 @@ def test_auto_prefers_the_bilingual_pair(caplog: pytest.LogCaptureFixture) -> No
 
 def test_a_model_is_resolved_by_the_name_a_store_records() -> None:
     assert isinstance(resolve_embedder("hashing-384-v1"), HashingEmbedder)
+    other = resolve_embedder("hashing-16-v1-seed7")
+    assert isinstance(other, HashingEmbedder) and (other.dim, other.seed, other.name) == (16, 7, "hashing-16-v1-seed7")
     if bilingual_available():
         assert isinstance(resolve_embedder("minilm-int8+use-m3"), BilingualEmbedder)
         assert isinstance(resolve_embedder("all-MiniLM-L6-v2-int8"), MiniLMEmbedder)

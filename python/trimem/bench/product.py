@@ -61,6 +61,7 @@ from typing import Any, TextIO
 import numpy as np
 import numpy.typing as npt
 
+from trimem._embed.base import DECLARED
 from trimem.bench.embedding_cache import EmbeddingCache
 from trimem.bench.evaluate import (
     CATEGORIES,
@@ -135,9 +136,8 @@ class CachedEmbedder:
         self.inner = inner
         self.name = str(inner.name)
         self.dim = int(inner.dim)
-        self.languages = getattr(inner, "languages", None)  # what the memory reads of the embedder
-        self.cosine_floors = getattr(inner, "cosine_floors", None)
-        self.language_weights = getattr(inner, "language_weights", None)
+        for declared in DECLARED:  # what the memory reads of the embedder
+            setattr(self, declared, getattr(inner, declared, None))
         self.calls = 0
         self.embedded = 0
         self._cache = EmbeddingCache(_OneCall(inner), directory, progress=progress)

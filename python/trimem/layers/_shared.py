@@ -96,10 +96,13 @@ class Embedding:
             return floors
         return msgspec.structs.replace(floors, cosine=math.inf, cosine_alone=math.inf)
 
-    def __call__(self, texts: list[str]) -> np.ndarray | None:
+    def __call__(self, texts: list[str], *, query: bool = False) -> np.ndarray | None:
+        """Stored texts' vectors; with `query`, requests' (through the embedder's ``query``
+        where it has one: models trained with separate query and passage inputs)."""
         if self.embedder is None or not texts:
             return None
-        vecs = np.ascontiguousarray(self.embedder(texts), dtype=np.float32)
+        call = getattr(self.embedder, "query", None) if query else None
+        vecs = np.ascontiguousarray((call if callable(call) else self.embedder)(texts), dtype=np.float32)
         if vecs.shape != (len(texts), self.dim):
             raise InvalidArgumentError(
                 f"embedder {self.name!r} returned shape {vecs.shape}, expected ({len(texts)}, {self.dim})"
@@ -111,16 +114,9 @@ class Embedding:
         return None if vecs is None else vecs[0]
 
     def query(self, text: str) -> np.ndarray | None:
-        """The vector of a search request: through the embedder's ``query`` where it has one
-        (models trained with separate query and passage inputs), else like a stored text."""
-        call = getattr(self.embedder, "query", None)
-        if not callable(call):
-            return self.one(text)
-        vecs: np.ndarray = np.ascontiguousarray(call([text]), dtype=np.float32)
-        if vecs.shape != (1, self.dim):
-            raise InvalidArgumentError(f"embedder {self.name!r} returned shape {vecs.shape}, expected (1, {self.dim})")
-        row: np.ndarray = vecs[0]
-        return row
+        """The vector of a search request."""
+        vecs = self([text], query=True)
+        return None if vecs is None else vecs[0]
 
 
 class IndexedLayer:

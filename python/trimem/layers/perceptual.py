@@ -56,6 +56,7 @@ import numpy.typing as npt
 from trimem._backend.ops import OpForget, OpPerceptAdd, OpPerceptDelete, OpPerceptRegister, PerceptOp
 from trimem._checks import shown
 from trimem._core import Hits, HybridIndex, StoredRecord
+from trimem._embed.base import NamedModel
 from trimem.embedders import check_vectors
 from trimem.errors import (
     DimensionError,
@@ -109,7 +110,7 @@ class Encoder(Protocol):
     def __call__(self, items: list[Any], /) -> Vectors: ...
 
 
-class PrecomputedEncoder:
+class PrecomputedEncoder(NamedModel):
     """An encoder for items that already are vectors (from a model run elsewhere): each item is
     a sequence of ``dim`` numbers, returned as is. ``name`` should name the model that made
     them, so vectors of two models never share a space unnoticed.
@@ -120,14 +121,6 @@ class PrecomputedEncoder:
 
     def __init__(self, name: str, dim: int) -> None:
         self._name, self._dim = str(name), int(dim)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def __repr__(self) -> str:
         return f"PrecomputedEncoder({self._name!r}, {self._dim})"

@@ -559,7 +559,7 @@ class EmbeddedBackend:
         # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
         with np.errstate(invalid="ignore"):
             keywords = hits.bm25_scores >= index.bm25_floor(q.text, floors.bm25_share, unseen=every_fact)
-            if q.vector is not None and floors.whole_share > 0.0:
+            if q.vector is not None and floors.whole_share > 0.0 and keywords.any():
                 whole = hits.bm25_scores >= index.bm25_floor(q.text, floors.whole_share, unseen=True)
                 keywords &= whole | self._supported(index, hits, q.vector, floors.cosine, keywords & ~whole)
             # found by both legs, each part way (a keyword, and a cosine halfway from unrelated to
