@@ -57,7 +57,7 @@ MIN_COSINE_ALONE: Final = 0.6
 SAME_SUBJECT_COSINE: Final = 0.45
 """A note that states a change replaces the earlier note this close in meaning (or sharing a
 word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
-PROFILE_K: Final = 6
+PROFILE_K: Final = 12
 """Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
 ones and those the request names by key."""
 PROFILE_SHARE: Final = 0.6

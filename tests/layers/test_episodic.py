@@ -125,7 +125,10 @@ def test_time_filters_read_when_it_happened(tmp_path: Path) -> None:
         b = mem.recall("what did I deploy yesterday?", user_id="u", now=later)
         assert [r.episode.id for r in b.episodes] == [deployed.id]
         assert "(on 2026-11-19)" in b.render()
-        assert mem.recall("what did I deploy today?", user_id="u", now=later).episodes == []
+        # today holds no deploy: yesterday's follows, labelled weak, the day it happened on show
+        today = mem.recall("what did I deploy today?", user_id="u", now=later)
+        assert [(r.episode.id, r.scored.weak) for r in today.episodes] == [(deployed.id, True)]
+        assert "(weak match) [" in today.render() and "(on 2026-11-19)" in today.render()
         start = datetime(2026, 11, 19, tzinfo=UTC)
         assert [e.id for e in mem.episodes(user_id="u", time_range=(start, start + timedelta(days=1)))] == [deployed.id]
         mem.checkpoint()

@@ -142,9 +142,28 @@ def test_the_profile_takes_at_most_its_share_of_the_budget() -> None:
         mem.facts.set(f"note_{i}", f"I keep pet number {i}, a small grey cat who sleeps all day long.", user_id="u")
     mem.retain("Booked the vet for the cats next Tuesday.", user_id="u", timestamp=ago(1))
     b = mem.recall("what about the cats", user_id="u", now=NOW, k=3)
-    assert len(b.profile) == 6 and all(k in b.profile_matches for k in (f.key for f in b.profile))
+    assert len(b.profile) == 12 and all(k in b.profile_matches for k in (f.key for f in b.profile))
     text = b.render(max_tokens=120)
     assert "Booked the vet" in text  # the profile left room for the events
+    shown = [f.key for f in b.profile if f.value in text]
+    assert 1 <= len(shown) < 12 and shown == [f.key for f in b.profile][: len(shown)]
+
+
+def test_the_room_events_leave_goes_back_to_the_profile_in_its_order() -> None:
+    from trimem.tokens import estimate_tokens
+
+    mem = Memory(embedder="hashing")
+    for i in range(12):
+        mem.facts.set(f"note_{i}", f"I keep pet number {i}, a small grey cat who sleeps all day long.", user_id="u")
+    b = mem.recall("what about the cats", user_id="u", now=NOW, k=3)
+    assert b.episodes == [] and b.knowledge == []
+    per_line = estimate_tokens(f"- {b.profile[0].value} (2026-11-20)\n")
+    budget = 8 * per_line  # over the profile's share (PROFILE_SHARE of it), under twelve lines
+    text = b.render(max_tokens=budget, counter=estimate_tokens)
+    shown = [f.key for f in b.profile if f.value in text]
+    assert 6 <= len(shown) < 12  # more than its share: nothing else wanted the room
+    assert shown == [f.key for f in b.profile][: len(shown)]  # best first, none skipped
+    assert estimate_tokens(text) <= budget
 
 
 class EnglishOnly:
@@ -226,3 +245,26 @@ def test_a_bad_declared_scale_is_refused() -> None:
 
     with pytest.raises(InvalidArgumentError, match="cosine_floors"):
         Memory(embedder=Bad())
+
+
+def test_a_change_is_compared_on_the_whole_message_it_was_told_in() -> None:
+    mem = Memory(embedder=None)  # words only
+    mem.retain("I work the line at a steakhouse called Copper Grill.", user_id="u", timestamp=ago(300))
+    mem.retain("Our till runs on Square.", user_id="u", timestamp=ago(200))
+    mem.retain("My girlfriend Marisol is a vet tech.", user_id="u", timestamp=ago(150))
+    # the note keeps the lasting state only; the sentence before it says what it replaces
+    mem.retain("I left the steakhouse. I'm at Bacanora now, a Sonoran spot downtown.", user_id="u", timestamp=ago(20))
+    mem.retain("We switched the till over to Lightspeed last week.", user_id="u", timestamp=ago(10))
+    mem.reflect(user_id="u")
+    by_value = {f.value: f for f in mem.facts.list(user_id="u")}
+    assert set(by_value) == {
+        "I'm at Bacanora now, a Sonoran spot downtown.",
+        "We switched the till over to Lightspeed last week.",
+        "My girlfriend Marisol is a vet tech.",
+    }
+    was = {v: [h.value for h in f.history if h.valid_to is not None] for v, f in by_value.items()}
+    assert was["I'm at Bacanora now, a Sonoran spot downtown."] == [
+        "I work the line at a steakhouse called Copper Grill."
+    ]
+    assert was["We switched the till over to Lightspeed last week."] == ["Our till runs on Square."]
+    assert was["My girlfriend Marisol is a vet tech."] == []

@@ -120,3 +120,24 @@ def test_a_reopened_store_finds_the_turn_before(tmp_path) -> None:
 def test_bad_search_settings_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(InvalidArgumentError):
         Policy(**bad)  # type: ignore[arg-type]
+
+
+def test_a_period_without_a_confident_match_is_followed_by_matches_from_other_times() -> None:
+    now = datetime(2026, 11, 25, 10, tzinfo=UTC)
+    mem = Memory(embedder=None)  # keywords only: a match is confident from the keyword floor
+    renewed = mem.retain(
+        "Renewed my passport at the consulate", user_id="u", timestamp=datetime(2026, 10, 10, tzinfo=UTC)
+    )
+    photos = mem.retain(
+        "Passport photos taken at the pharmacy", user_id="u", timestamp=datetime(2026, 8, 1, tzinfo=UTC)
+    )
+    mem.retain("Bought groceries for the week", user_id="u", timestamp=datetime(2026, 10, 20, tzinfo=UTC))
+    # October holds a confident match: nothing from other times
+    b = mem.recall("passport last month", user_id="u", now=now)
+    assert [r.episode.id for r in b.episodes] == [renewed.id] and not b.episodes[0].scored.weak
+    # October holds no match: the August one follows, labelled weak, its date on show
+    b = mem.recall("what did the pharmacy do last month", user_id="u", now=now)
+    assert [(r.episode.id, r.scored.weak) for r in b.episodes] == [(photos.id, True)]
+    assert "(weak match) [2026-08-01" in b.render(300)
+    # no period asked: the pharmacy match is confident as ever
+    assert not mem.recall("what did the pharmacy do", user_id="u", now=now).episodes[0].scored.weak

@@ -80,7 +80,13 @@ def test_ports_last_month(mem: Memory, question: str) -> None:
         int(datetime(2026, 11, 1, tzinfo=UTC).timestamp() * 1e6),
     )
     assert b.episodes[0].episode.id == node_8080.id
-    assert old_node.id not in [r.episode.id for r in b.episodes]  # three months ago: outside the range
+    found = [r.episode.id for r in b.episodes]
+    if any(not r.scored.weak for r in b.episodes):
+        assert old_node.id not in found  # three months ago: outside the range
+    else:
+        # an embedder that cannot read the request (MiniLM, Chinese) leaves the period without a
+        # confident match: what matches from other times follows, labelled weak
+        assert found[-1] == old_node.id and b.episodes[-1].scored.weak
     assert all(r.episode.user_id == "u1" for r in b.episodes)
 
 

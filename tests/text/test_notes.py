@@ -70,6 +70,12 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
         ("I'm not on the express anymore, so I drive in now.", True),
         ("We moved our research repository to Condens.", True),
         ("公司不续费那个 wiki 了，需求文档以后都写在飞书文档里。", True),
+        # said of the user's world (team, company, project) without "我": a change verb tells it
+        ("团队的代码仓库迁到了 Gitea 上。", True),
+        ("部门换流程了，报销都走钉钉审批。", True),
+        ("报表工具升级到新版本，旧模板用不了。", True),
+        ("公司改用企业微信沟通。", True),
+        ("我们组每周五下午做代码评审。", False),
         ("I take the 7:40 express bus downtown every morning.", False),
         ("我住回龙观，到公司单程一个多小时。", False),
     ],

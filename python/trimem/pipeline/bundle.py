@@ -113,31 +113,45 @@ class RecallBundle:
             from trimem.tokens import default_counter
 
             counter = default_counter()
-        out: list[str] = []
         used = 0
         sections = self.sections()
+        shown: dict[str, list[int]] = {}  # each section's lines shown, by index
         noted: set[int] = set()  # the source episodes of the notes shown
+        left: list[int] = []  # profile lines over the profile's share, shown if room is left
         for name, lines in sections.items():
-            if not lines:
-                continue
-            title = SECTION_TITLES[name]
-            title_cost = counter(title + "\n")
+            title_cost = counter(SECTION_TITLES[name] + "\n")
             cap = used + int(max_tokens * PROFILE_SHARE) if name == "profile" else max_tokens
-            kept: list[str] = []
+            kept = shown.setdefault(name, [])
             for i, line in enumerate(lines):
                 if name == "episodes" and self.episodes[i].episode.id in noted:
                     continue
                 cost = counter(line + "\n")
                 # the profile's first line may take more than its share: the profile comes first
                 if used + title_cost * (not kept) + cost > (min(cap, max_tokens) if kept else max_tokens):
+                    if name == "profile":
+                        left.append(i)
                     continue  # a later, shorter line may still fit
                 used += title_cost * (not kept) + cost
-                kept.append(line)
+                kept.append(i)
                 if name == "profile" and is_note_key(self.profile[i].key):
                     noted.update(self.profile[i].source)
+        # what the other sections left is the profile's again: rank, don't cut
+        shown_events = {self.episodes[i].episode.id for i in shown.get("episodes", [])}
+        for i in left:
+            fact = self.profile[i]
+            if is_note_key(fact.key) and fact.source and set(fact.source) <= shown_events:
+                continue  # its words are on show already, as the event it came from
+            cost = counter(sections["profile"][i] + "\n") + counter(SECTION_TITLES["profile"] + "\n") * (
+                not shown["profile"]
+            )
+            if used + cost <= max_tokens:
+                used += cost
+                shown["profile"].append(i)
+        out: list[str] = []
+        for name, kept in shown.items():
             if kept:
-                out.append(title)
-                out.extend(kept)
+                out.append(SECTION_TITLES[name])
+                out.extend(sections[name][i] for i in sorted(kept))
         text = "\n".join(out)
         # Joining never adds tokens beyond the per-line costs counted above, but check anyway.
         while text and counter(text) > max_tokens:

@@ -1,11 +1,13 @@
 """Recall: what memory hands the model before a call. The question is rewritten into a memory
 intent (keywords, the fact keys it touches, a time range), touched and pinned facts are read,
-episodes (time-filtered by the question) and knowledge (never time-filtered) are searched, and
-the session's working memory is gathered — one :class:`~trimem.pipeline.bundle.RecallBundle`.
+episodes (time-filtered by the question; when its period holds no confident match, matches from
+other times follow, labelled weak) and knowledge (never time-filtered) are searched, and the
+session's working memory is gathered — one :class:`~trimem.pipeline.bundle.RecallBundle`.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from datetime import tzinfo
@@ -138,16 +140,13 @@ class Recall:
         profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
                                          cutoff=cutoff)  # fmt: skip
         t3 = time.perf_counter()
-        episodes = self._episodic.search(
-            text,
-            user_id=user_id,
-            agent_id=agent_id,
-            k=k * rerank_depth if rerank is not None else k,
-            time_range=time_range,
-            session_id=session_id if same_session else None,
-            vector=vector,
-            now=at,
-        )
+        depth = k * rerank_depth if rerank is not None else k
+        search = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id, k=depth,
+                                   session_id=session_id if same_session else None, vector=vector, now=at)  # fmt: skip
+        episodes = search(time_range=time_range)
+        if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
+            wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))
+            episodes += _outside(episodes, wider, depth - len(episodes))
         if rerank is not None:
             episodes = reranked(rerank, query, episodes, k)
         episodes = self._with_fact_sources(episodes, profile, intent, k, namespace)
@@ -235,6 +234,18 @@ class Recall:
             return episodes
         rest = [r for r in episodes if r.episode.id in found]
         return (first + rest)[:k]
+
+
+def _outside(inside: list[RecalledEpisode], found: list[RecalledEpisode], room: int) -> list[RecalledEpisode]:
+    """What a search without the asked period adds to one within it, weak whatever its score:
+    when that period holds no confident match, it was likely misread or misremembered, and the
+    matches from other times (dated) follow the in-period ones."""
+    seen = {r.episode.id for r in inside}
+    return [
+        RecalledEpisode(r.episode, msgspec.structs.replace(r.scored, weak=True), r.via_fact)
+        for r in found
+        if r.episode.id not in seen
+    ][:room]
 
 
 def _ms(a: float, b: float) -> float:

@@ -68,11 +68,14 @@ class Reflection:
             current = {f.key: f.value for f in self._facts.list(user_id=user_id, agent_id=agent_id)}
             ex = extractor or self.extractor or RuleExtractor(aliases=phrase_aliases(self._facts.aliases()))
             when = {e.id: e.timestamp for e in eps}
+            said = {e.id: e.text for e in eps}
             changes: list[FactChange] = []
             for p in ex(eps, current):
                 at = max((when[s] for s in p.source if s in when), default=None)
                 if p.key == NOTE and p.value is not None:
-                    p = msgspec.structs.replace(p, key=self._note_key(p.value, user_id=user_id, agent_id=agent_id))
+                    told = " ".join(said[s] for s in p.source if s in said) or p.value
+                    key = self._note_key(p.value, told, user_id=user_id, agent_id=agent_id)
+                    p = msgspec.structs.replace(p, key=key)
                 if p.op == "delete":
                     ch = self._facts.delete(p.key, user_id=user_id, agent_id=agent_id, source=p.source, at=at)
                 else:
@@ -91,9 +94,10 @@ class Reflection:
             backend.write([OpCursor(agent_id, user_id, max(new_ids))])
             return changes
 
-    def _note_key(self, text: str, *, user_id: str, agent_id: str) -> str:
+    def _note_key(self, text: str, told: str, *, user_id: str, agent_id: str) -> str:
         """Where a new note goes: the key of the note it restates or, when it states a change
-        ("I drive in now"), of the earlier note on the same subject — sharing its words or, in a
+        ("I drive in now"), of the earlier note on the same subject — sharing words with what
+        was `told` (the whole message: "I left the steakhouse. I'm at Bacanora now.") or, in a
         language the embedder reads, close in meaning — else a key of its own."""
         facts = self._facts.list(user_id=user_id, agent_id=agent_id)
         for f in facts:
@@ -107,7 +111,7 @@ class Reflection:
             # a word many of the user's notes share ("公司", "work") names no one subject
             counts = Counter(w for ws in held_words.values() for w in ws)
             common = {w for w, n in counts.items() if n > max(2, len(notes) // 4)}
-            words = subject_words(text) - common
+            words = subject_words(told) - common
             shared = {key: len(words & ws) for key, ws in held_words.items()}
             cosine: dict[str, float] = {}
             vector = self._facts.embed_fact(NOTE_PREFIX, text)

@@ -78,7 +78,9 @@ _EN_CHANGE: Final = re.compile(
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
-_ZH_CHANGE: Final = re.compile(rf"换了|改了|转到|新的|新来|最近开始|开始|{_ZH_NOW}")
+_ZH_CHANGE: Final = re.compile(
+    rf"换了|改了|转到|新的|新来|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|转用|换用|换[^了,，。]{{1,3}}了|{_ZH_NOW}"
+)
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
 _EN_PRESENT: Final = re.compile(
     r"(?:'m|'re|'ve|'s|’m|’re|’ve|’s)\b|\b(?:am|is|are|do|does|don't|doesn't|have|has|can|can't|cannot|"

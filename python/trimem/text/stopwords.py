@@ -20,7 +20,8 @@ __all__ = [
     "ZH_QUERY_KEEP",
 ]
 
-# Function words, instruction verbs and vague nouns: what a keyword query of a request leaves out.
+# Function words, instruction verbs and vague nouns: what a keyword query of a request leaves out
+# (not "till": a shop's till is a thing people talk about).
 QUERY_STOPWORDS: Final = frozenset(
     """
     a an the this that these those some any each every all both either neither no none one ones
@@ -32,7 +33,7 @@ QUERY_STOPWORDS: Final = frozenset(
     what which who whom whose when where why how whether
     about above across after against along among around as at before behind below beneath beside
     between beyond by during for from in inside into near of off on onto out over since through to
-    toward towards under until till up upon via with within without
+    toward towards under until up upon via with within without
     and or but nor so yet if then than because while though although also just only too very
     really actually again ever still even much more most other such same own there here now
     please pls plz kindly thanks thank hi hello hey ok okay
