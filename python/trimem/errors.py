@@ -21,6 +21,7 @@ real ``errno``. An error means nothing was changed::
     │   └── GraphExtractionError                      an extractor's answer is not a valid graph
     ├── UnknownIdError                  (LookupError) an id that is not there
     ├── DependencyError                 (RuntimeError) an optional package or its offline data is missing
+    ├── NotSupportedError               (NotImplementedError) a feature this backend does not have
     └── StoreError                                    a problem with the folder store
         ├── StoreIOError                (OSError)     a file operation failed; .errno says why
         ├── StoreCorruptedError                       committed data failed its checksum
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidNameError",
     "InvalidTimeRangeError",
     "InvalidVectorError",
+    "NotSupportedError",
     "RouterError",
     "StoreClosedError",
     "StoreCorruptedError",
@@ -131,6 +133,10 @@ class UnknownIdError(TrimemError, LookupError):
 
 class DependencyError(TrimemError, RuntimeError):
     """An optional package, or data it needs offline, is missing; the message says what to install."""
+
+
+class NotSupportedError(TrimemError, NotImplementedError):
+    """A feature the memory's backend does not have (perceptual memory on PostgreSQL, say)."""
 
 
 class StoreError(TrimemError):

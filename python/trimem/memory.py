@@ -49,16 +49,16 @@ if TYPE_CHECKING:
 
 
 class Memory:
-    """Three-layer agent memory: `Memory()` in process, `Memory("./folder")` an embedded store.
+    """Three-layer agent memory: `Memory()` in process, `Memory("./folder")` an embedded store,
+    `Memory("postgresql://…")` one shared on PostgreSQL (``?schema=name``; the postgres extra).
 
     `embedder`: "auto" (see `trimem.embedders.auto_embedder`), "bilingual", "hashing", "minilm", an
     object with `name`, `dim` and `__call__(list[str]) -> float32 (n, dim)`, or None (keywords
     only). `min_bm25_share`, `min_cosine_alone`: what a confident match reaches (the rest rank last,
     labelled weak); `min_cosine`: under it a keyword-less match is dropped (None: the embedder's).
     `durability`: "fsync" (a write returns once on disk) or "buffered" (on disk within a second).
-    `checkpoint_bytes`: log size that triggers a snapshot. `rewriter`, `extractor`: your own query
-    rewriter and fact extractor (an LLM, say). `tz` reads relative time. `policy`
-    (:class:`trimem.Policy`): decay, reinforcement, retention, working memory, consolidation, dedup.
+    `checkpoint_bytes`: log size that triggers a snapshot. `rewriter`, `extractor`: your own query rewriter
+    and fact extractor (an LLM, say). `tz` reads relative time. `policy`: decay, retention, dedup, ….
     """
 
     def __init__(

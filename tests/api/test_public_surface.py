@@ -37,6 +37,7 @@ EXPORTED = [
     "InvalidVectorError",
     "KnowledgeDoc",
     "Memory",
+    "NotSupportedError",
     "Policy",
     "RecallBundle",
     "RouterError",

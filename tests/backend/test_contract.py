@@ -47,22 +47,29 @@ def _query(text: str, namespace: str, k: int = 10, **kw: object) -> Query:
     return Query(text=text, vector=None, namespace=namespace, k=k, floors=FLOORS, now=10_000, **kw)  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=["in-process", "folder"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EmbeddedBackend]:
-    path = None if request.param == "in-process" else tmp_path / "store"
-    b = EmbeddedBackend(path, dim=DIM, embedder_name="test-4")
+@pytest.fixture(params=["in-process", "folder", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    b: Backend
+    if request.param == "postgresql":
+        from trimem._backend.postgres.backend import PostgresBackend
+
+        dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+        b = PostgresBackend(dsn, dim=DIM, embedder_name="test-4", schema=schema)
+    else:
+        path = None if request.param == "in-process" else tmp_path / "store"
+        b = EmbeddedBackend(path, dim=DIM, embedder_name="test-4")
     yield b
     b.close()
 
 
-def test_ids_grow_and_a_released_reservation_is_reused(backend: EmbeddedBackend) -> None:
+def test_ids_grow_and_a_released_reservation_is_reused(backend: Backend) -> None:
     first = backend.reserve_ids(3)
     assert backend.reserve_ids(1) == first + 3
     backend.release_ids(first + 3, 1)
     assert backend.reserve_ids(2) == first + 3
 
 
-def test_a_write_is_visible_to_every_read_at_once(backend: EmbeddedBackend) -> None:
+def test_a_write_is_visible_to_every_read_at_once(backend: Backend) -> None:
     ids = _retain(backend, ["deploy the node service on 8080", "nginx proxy listens on 443"])
     assert [e.text for e in backend.episodes(ids) if e is not None] == [
         "deploy the node service on 8080",
@@ -75,7 +82,7 @@ def test_a_write_is_visible_to_every_read_at_once(backend: EmbeddedBackend) -> N
     assert backend.columns("episodes", "a/u")["ids"].tolist() == ids
 
 
-def test_no_read_crosses_a_namespace(backend: EmbeddedBackend) -> None:
+def test_no_read_crosses_a_namespace(backend: Backend) -> None:
     mine = _retain(backend, ["my database is postgres"], user="u")
     _retain(backend, ["their database is mysql"], user="v")
     assert [h.episode.id for h in backend.search_episodes(_query("database", "a/u"), POLICY)] == mine
@@ -83,7 +90,7 @@ def test_no_read_crosses_a_namespace(backend: EmbeddedBackend) -> None:
     assert backend.search_episodes(_query("postgres", "a/v"), POLICY) == []
 
 
-def test_time_range_and_session_filter_inside_the_search(backend: EmbeddedBackend) -> None:
+def test_time_range_and_session_filter_inside_the_search(backend: Backend) -> None:
     first = backend.reserve_ids(3)
     eps = [
         Episode(id=first, agent_id="a", user_id="u", text="port 8080 old", timestamp=100, session_id="s1"),
@@ -97,7 +104,7 @@ def test_time_range_and_session_filter_inside_the_search(backend: EmbeddedBacken
     assert sorted(h.episode.id for h in in_session) == [first + 1, first + 2]
 
 
-def test_a_near_duplicate_maps_to_the_stored_episode(backend: EmbeddedBackend) -> None:
+def test_a_near_duplicate_maps_to_the_stored_episode(backend: Backend) -> None:
     (kept,) = _retain(backend, ["We moved billing to Fly.io after the outage"], dedup=(0.8, 0.9), vectors=False)
     (again,) = _retain(backend, ["we moved billing to fly.io after the outage!"], dedup=(0.8, 0.9), vectors=False)
     assert again == kept and backend.episode_ids("a/u") == [kept]
@@ -125,7 +132,7 @@ def test_a_failed_write_changes_nothing(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_facts_keep_their_history_pins_and_aliases(backend: EmbeddedBackend) -> None:
+def test_facts_keep_their_history_pins_and_aliases(backend: Backend) -> None:
     backend.write([OpFact("a", "u", "primary_language", "TypeScript", 10, [1])])
     backend.write([OpFact("a", "u", "primary_language", "Rust", 20, [2]), OpPin("a", "u", "primary_language", True)])
     backend.write([OpAlias(words=["主力语言"], keys=["primary_language"])])
@@ -139,7 +146,7 @@ def test_facts_keep_their_history_pins_and_aliases(backend: EmbeddedBackend) -> 
     assert [v.op for v in backend.fact_history("a", "u", "primary_language")] == ["set", "update", "delete"]
 
 
-def test_knowledge_versions_by_source_and_forgetting_a_user(backend: EmbeddedBackend) -> None:
+def test_knowledge_versions_by_source_and_forgetting_a_user(backend: Backend) -> None:
     first = backend.reserve_ids(1)
     doc = KnowledgeDoc(id=first, agent_id="a", text="taxi up to 100 a day", timestamp=5, source="policy.md")
     backend.write([OpKnowledge(docs=[doc], vectors=_vec(first)[None, :].tobytes())])
@@ -158,7 +165,7 @@ def test_knowledge_versions_by_source_and_forgetting_a_user(backend: EmbeddedBac
     assert backend.document(first + 1) is not None  # shared knowledge is not the user's
 
 
-def test_use_counts_and_saved_sessions(backend: EmbeddedBackend) -> None:
+def test_use_counts_and_saved_sessions(backend: Backend) -> None:
     ids = _retain(backend, ["one", "two"])
     backend.touch([ids[0], ids[0]], [], at=50, mentions=[ids[1]])
     cols = backend.columns("episodes", "a/u")

@@ -34,8 +34,8 @@ The contract, which ``tests/backend`` checks for every backend:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import numpy as np
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from trimem.config import Policy
 
-__all__ = ["Backend", "Columns", "Floors", "Query", "Stored"]
+__all__ = ["Backend", "Columns", "Floors", "Query", "Stored", "confident"]
 
 Columns = dict[str, npt.NDArray[np.generic]]
 """Per-record columns of a collection: ids, timestamps, last_access, accesses, mentions,
@@ -81,6 +81,32 @@ class Floors(msgspec.Struct, frozen=True):
     cosine: float
     cosine_alone: float
     whole_share: float = MIN_WHOLE_SHARE
+
+
+def confident(
+    bm25: npt.NDArray[np.floating],
+    cosine: npt.NDArray[np.floating],
+    floors: Floors,
+    *,
+    keyword_floor: float,
+    whole_floor: Callable[[], float] | None,
+    support: Callable[[npt.NDArray[np.bool_]], npt.NDArray[np.bool_]],
+) -> npt.NDArray[np.bool_]:
+    """Which hits are confident matches (see :class:`Floors`), every backend by this one rule.
+    `bm25` and `cosine` are each leg's score of each hit, NaN where the leg did not find it;
+    `whole_floor` gives the whole-request floor (None: no request vector to support a keyword
+    match); `support(asked)` says which of the `asked` hits meaning supports (their cosine, read
+    from the stored vector where the vector leg did not reach them, at least ``floors.cosine``)."""
+    with np.errstate(invalid="ignore"):  # NaN compares False: a leg that did not find a hit vouches for nothing
+        keywords = bm25 >= keyword_floor
+        if whole_floor is not None and floors.whole_share > 0.0 and keywords.any():
+            whole = bm25 >= whole_floor()
+            keywords &= whole | support(keywords & ~whole)
+        # found by both legs, each part way (a keyword, and a cosine halfway from unrelated to
+        # confident alone), a match is confident too
+        both = (bm25 > 0.0) & (cosine >= (floors.cosine + floors.cosine_alone) / 2.0)
+        out: npt.NDArray[np.bool_] = keywords | both | (cosine >= floors.cosine_alone)
+    return out
 
 
 class Query(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,7 +254,31 @@ class Backend(Protocol):
         """Working memory sessions the caller saved."""
         ...
 
+    def new_episodes(self, after: int) -> Iterator[Episode]:
+        """Episodes with an id above ``after``, ascending (the memory graph reads what it has not)."""
+        ...
+
+    @property
+    def last_id(self) -> int:
+        """The highest id reserved so far."""
+        ...
+
+    # -- extensions (a backend without one raises NotSupportedError) ----------------------------------
+
+    def perceptual(self) -> Any:
+        """Perceptual memory's store, created on first use."""
+        ...
+
+    def graph(self) -> Any:
+        """The memory graph's persisted view, created on first use."""
+        ...
+
     # -- the store ------------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str | None:
+        """Where the memory lives: a folder, a DSN, or None in process."""
+        ...
 
     def checkpoint(self) -> None: ...
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from trimem._backend.ops import OpForget
 
 if TYPE_CHECKING:
-    from trimem._backend.embedded.backend import EmbeddedBackend
+    from trimem._backend import Backend
     from trimem.graph import MemoryGraph
 
 
@@ -58,7 +58,7 @@ class GraphView:
 
     # -- reading what is new ------------------------------------------------------------------------
 
-    def sync(self, backend: EmbeddedBackend) -> MemoryGraph:
+    def sync(self, backend: Backend) -> MemoryGraph:
         """Adds the episodes and fact changes since the last read; returns the graph."""
         g = self.graph
         for e in backend.new_episodes(self.cursor):

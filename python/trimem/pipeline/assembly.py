@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
-from trimem._backend import Floors
+from trimem._backend import Backend, Floors
 from trimem._backend.embedded import EmbeddedBackend
+from trimem._backend.postgres import is_dsn, split_schema
 from trimem.config import Policy
 from trimem.errors import EmbedderMismatchError, InvalidArgumentError
 from trimem.layers._shared import Embedding
@@ -30,7 +31,7 @@ __all__ = ["Parts", "assemble"]
 
 @dataclass(frozen=True)
 class Parts:
-    backend: EmbeddedBackend
+    backend: Backend
     embedding: Embedding
     policy: Policy
     episodic: EpisodicMemory
@@ -62,7 +63,7 @@ def _open(
     durability: Durability,
     checkpoint_bytes: int,
     policy: Policy,
-) -> tuple[EmbeddedBackend, Floors]:
+) -> tuple[Backend, Floors]:
     """The store opened (and replayed) for `embedding`, and the floors on that model's scale."""
     bm25_share, cosine, cosine_alone = floors
     own = embedding.cosine_floors  # the embedder's scale of similarity, unless the caller set one
@@ -71,6 +72,15 @@ def _open(
         cosine=_unit("min_cosine", own[0] if cosine is None else cosine, -1.0),
         cosine_alone=_unit("min_cosine_alone", own[1] if cosine_alone is None else cosine_alone, -1.0),
     )
+    if is_dsn(path):
+        from trimem._backend.postgres.backend import PostgresBackend
+
+        dsn, schema = split_schema(str(path))
+        pg = PostgresBackend(
+            dsn, dim=embedding.dim, embedder_name=embedding.name, schema=schema, durability=durability,
+            touch_flush=policy.touch_flush, stem=policy.stem, stopwords=policy.stopwords,
+        )  # fmt: skip
+        return pg, floor
     backend = EmbeddedBackend(
         path,
         dim=embedding.dim,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from trimem._backend import Columns, Query, Stored
+from trimem._backend import confident as confident_hits
 from trimem._backend.embedded.facts import FactKey, FactTable
 from trimem._backend.embedded.journal import Journal
 from trimem._backend.ops import (
@@ -556,16 +557,15 @@ class EmbeddedBackend:
             min_cosine=-1.0 if every_fact else floors.cosine,
             **self._terms(policy, layer, q),
         )
-        # NaN (a leg that did not find the hit) compares False: such a leg vouches for nothing.
-        with np.errstate(invalid="ignore"):
-            keywords = hits.bm25_scores >= index.bm25_floor(q.text, floors.bm25_share, unseen=every_fact)
-            if q.vector is not None and floors.whole_share > 0.0 and keywords.any():
-                whole = hits.bm25_scores >= index.bm25_floor(q.text, floors.whole_share, unseen=True)
-                keywords &= whole | self._supported(index, hits, q.vector, floors.cosine, keywords & ~whole)
-            # found by both legs, each part way (a keyword, and a cosine halfway from unrelated to
-            # confident alone), a match is confident too
-            both = (hits.bm25_scores > 0.0) & (hits.vector_scores >= (floors.cosine + floors.cosine_alone) / 2.0)
-            confident = keywords | both | (hits.vector_scores >= floors.cosine_alone)
+        vector = q.vector
+        confident = confident_hits(
+            hits.bm25_scores,
+            hits.vector_scores,
+            floors,
+            keyword_floor=index.bm25_floor(q.text, floors.bm25_share, unseen=every_fact),
+            whole_floor=None if vector is None else lambda: index.bm25_floor(q.text, floors.whole_share, unseen=True),
+            support=lambda asked: self._supported(index, hits, vector, floors.cosine, asked),
+        )
         order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
         return hits, order, set(np.flatnonzero(~confident).tolist())
 
@@ -578,13 +578,15 @@ class EmbeddedBackend:
         return terms
 
     @staticmethod
-    def _supported(index: HybridIndex, hits: Hits, vector: np.ndarray, floor: float, asked: np.ndarray) -> np.ndarray:
+    def _supported(
+        index: HybridIndex, hits: Hits, vector: np.ndarray | None, floor: float, asked: np.ndarray
+    ) -> np.ndarray:
         """Which hits meaning supports (cosine at least `floor`); for the `asked` ones the vector
         leg did not reach (outside its candidates), the cosine of their stored vector."""
         with np.errstate(invalid="ignore"):
             support = hits.vector_scores >= floor
         unknown = np.flatnonzero(asked & np.isnan(hits.vector_scores))
-        if len(unknown):
+        if len(unknown) and vector is not None:
             records = index.get_many(hits.ids[unknown])
             stored = [(i, r.vector) for i, r in zip(unknown, records) if r is not None and r.vector is not None]
             if stored:

@@ -135,19 +135,26 @@ class FactTable:
             history = list(versions)
             self.history[fk] = history
             self.key_names.add(key)
-            current: Fact | None = None
-            for v in history:
-                if v.op == "delete":
-                    current = None
-                else:
-                    current = Fact(
-                        key=key,
-                        value=v.value or "",
-                        updated_at=v.valid_from,
-                        version=current.version + 1 if current else 1,
-                        history=history,
-                        source=v.source,
-                        pinned=fk in self.pinned,
-                    )
+            current = current_fact(key, history, pinned=fk in self.pinned)
             if current is not None:
-                self.current[fk] = msgspec.structs.replace(current, history=list(history))
+                self.current[fk] = current
+
+
+def current_fact(key: str, history: list[FactVersion], *, pinned: bool) -> Fact | None:
+    """The fact a version history leaves standing (None after a delete), numbered as
+    :meth:`FactTable.apply_fact` numbers it: a value set after a delete starts again at 1."""
+    current: Fact | None = None
+    for v in history:
+        if v.op == "delete":
+            current = None
+        else:
+            current = Fact(
+                key=key,
+                value=v.value or "",
+                updated_at=v.valid_from,
+                version=current.version + 1 if current else 1,
+                history=history,
+                source=v.source,
+                pinned=pinned,
+            )
+    return None if current is None else msgspec.structs.replace(current, history=list(history))

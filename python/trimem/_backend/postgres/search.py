@@ -1,0 +1,188 @@
+"""Hybrid search on PostgreSQL in one statement: the keyword leg (BM25 over the posting table,
+scored from the namespace's statistics exactly as the engine scores), the vector leg (pgvector
+HNSW, cosine), both filtered by namespace, time range and session inside the leg, fused by
+reciprocal rank with the policy's decay and importance terms — the engine's formula
+(:mod:`trimem._core` ``fusion``), ranks from 1, equal scores sharing the better rank.
+
+Every statement is composed from fixed SQL and identifiers; every value (the request's terms
+included) is a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from psycopg import sql
+
+from trimem._backend import Query, confident
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["K1", "B", "Candidate", "hybrid_statement", "label", "window"]
+
+K1: Final = 1.2
+B: Final = 0.75
+MAX_TERM_CHARS: Final = 200
+"""A term is cut to this length where it is stored and where it is asked for (a B-tree entry
+has a size limit; a token this long is no word)."""
+
+
+def window(k: int) -> int:
+    """Candidates each leg contributes to the fusion (the engine's default window)."""
+    return max(50, 5 * k)
+
+
+def _filters(alias: str, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
+    parts: list[sql.Composable] = [sql.SQL("{}.namespace = %(ns)s").format(sql.Identifier(alias))]
+    params: dict[str, Any] = {"ns": q.namespace}
+    if q.time_range is not None:
+        parts.append(sql.SQL("{a}.ts >= %(lo)s AND {a}.ts < %(hi)s").format(a=sql.Identifier(alias)))
+        params["lo"], params["hi"] = q.time_range
+    if q.session is not None:
+        parts.append(sql.SQL("{}.session = %(session)s").format(sql.Identifier(alias)))
+        params["session"] = q.session
+    return sql.SQL(" AND ").join(parts), params
+
+
+def hybrid_statement(
+    schema: str, collection: str, q: Query, terms: list[str], policy_terms: dict[str, Any], *, min_cosine: float
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The statement and its parameters: one row per fused candidate, best first (at most twice
+    ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms."""
+    s, table = sql.Identifier(schema), sql.Identifier(collection)
+    postings = sql.Identifier(f"{collection}_terms")
+    use_bm25 = q.mode != "vector" and bool(terms)
+    use_vector = q.mode != "bm25" and q.vector is not None
+    k = 2 * q.k
+    where_r, params = _filters("r", q)
+    weights = policy_terms["weights"]
+    params.update(
+        coll=collection, terms=terms, window=window(k), k=k, k1=K1, b=B, min_cos=min_cosine,
+        rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
+        now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
+        decay_weight=float(policy_terms["decay_weight"]), importance_weight=float(policy_terms["importance_weight"]),
+        step=float(policy_terms["reinforce_step"]), cap=float(policy_terms["reinforce_cap"]),
+    )  # fmt: skip
+    ctes: list[sql.Composable] = [
+        sql.SQL(
+            "st AS (SELECT coalesce(max(n_docs), 0)::float8 AS n, "
+            "coalesce(max(total_len)::float8 / nullif(max(n_docs), 0), 1.0) AS avgdl "
+            "FROM {s}.stats WHERE collection = %(coll)s AND namespace = %(ns)s)"
+        ).format(s=s),
+        sql.SQL(
+            "df AS (SELECT term, count(*)::float8 AS df FROM {s}.{p} "
+            "WHERE namespace = %(ns)s AND term = ANY(%(terms)s::text[]) GROUP BY term)"
+        ).format(s=s, p=postings),
+        sql.SQL(
+            "mass AS (SELECT coalesce(sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))), 0) AS seen, "
+            "count(df.term) AS n_seen FROM st LEFT JOIN df ON true)"
+        ),
+    ]
+    legs: list[sql.Composable] = []
+    if use_bm25:
+        ctes.append(
+            sql.SQL(
+                "bm AS (SELECT m.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf "
+                "/ (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.dl / st.avgdl)))::float8 AS score "
+                "FROM {s}.{p} m JOIN df USING (term) CROSS JOIN st JOIN {s}.{t} r ON r.id = m.id "
+                "WHERE m.namespace = %(ns)s AND m.term = ANY(%(terms)s::text[]) AND {where} "
+                "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(window)s)"
+            ).format(s=s, p=postings, t=table, where=where_r)
+        )
+        ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
+        legs.append(sql.SQL("SELECT id FROM bmr"))
+    if use_vector:
+        params["v"] = np.asarray(q.vector, dtype=np.float32)
+        ctes.append(
+            sql.SQL(
+                "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
+                "WHERE {where} AND r.embedding IS NOT NULL ORDER BY r.embedding <=> %(v)s LIMIT %(window)s)"
+            ).format(s=s, t=table, where=where_r)
+        )
+        ctes.append(
+            sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
+        )
+        legs.append(sql.SQL("SELECT id FROM vr"))
+    if not legs:
+        legs.append(sql.SQL("SELECT NULL::bigint AS id WHERE false"))
+    ctes.append(sql.SQL("cand AS ({})").format(sql.SQL(" UNION ").join(legs)))
+    bm_cols = sql.SQL(
+        "b.score AS bm25, b.rk AS bm25_rank" if use_bm25 else "NULL::float8 AS bm25, NULL::bigint AS bm25_rank"
+    )
+    v_cols = sql.SQL("v.cos AS cosine, v.rk AS vector_rank" if use_vector
+                     else "NULL::float8 AS cosine, NULL::bigint AS vector_rank")  # fmt: skip
+    stored_cos = (
+        sql.SQL("CASE WHEN r.embedding IS NULL THEN NULL ELSE (1 - (r.embedding <=> %(v)s))::float8 END")
+        if use_vector
+        else sql.SQL("NULL::float8")
+    )
+    joins: sql.Composable = sql.SQL("")
+    if use_bm25:
+        joins += sql.SQL(" LEFT JOIN bmr b ON b.id = c.id")
+    if use_vector:
+        joins += sql.SQL(" LEFT JOIN vr v ON v.id = c.id")
+    rrf = sql.SQL("coalesce(%(wb)s / (%(rrf_k)s + {brk}), 0) + coalesce(%(wv)s / (%(rrf_k)s + {vrk}), 0)").format(
+        brk=sql.SQL("b.rk") if use_bm25 else sql.SQL("NULL"), vrk=sql.SQL("v.rk") if use_vector else sql.SQL("NULL")
+    )
+    body = sql.SQL(
+        "WITH {ctes}, scored AS ("
+        "SELECT r.id, {bm}, {vc}, {stored} AS stored_cos, r.importance, r.accesses, r.mentions, "
+        "r.last_access, r.payload, r.namespace, "
+        "power(0.5, greatest(%(now)s - greatest(r.ts, r.last_access), 0)::float8 / %(half_life)s) AS decay, "
+        "CASE WHEN r.importance >= 1 THEN r.importance::float8 ELSE least(1.0, r.importance "
+        "+ least(%(cap)s, %(step)s * (r.accesses + r.mentions))) END AS eff, {rrf} AS relevance "
+        "FROM cand c JOIN {s}.{t} r ON r.id = c.id{joins}) "
+        "SELECT scored.*, (relevance + %(decay_weight)s * decay + %(importance_weight)s * eff)::real AS score, "
+        "mass.seen, mass.n_seen, (SELECT n FROM st) AS n "
+        "FROM scored CROSS JOIN mass ORDER BY score DESC, id LIMIT %(k)s"
+    ).format(
+        ctes=sql.SQL(", ").join(ctes), bm=bm_cols, vc=v_cols, stored=stored_cos, rrf=rrf, s=s, t=table, joins=joins
+    )
+    return body, params
+
+
+class Candidate:
+    """One row of :func:`hybrid_statement`, by column position."""
+
+    __slots__ = ()
+    ID, BM25, BM25_RANK, COSINE, VECTOR_RANK, STORED_COSINE = 0, 1, 2, 3, 4, 5
+    IMPORTANCE, ACCESSES, MENTIONS, LAST_ACCESS, PAYLOAD, NAMESPACE, DECAY, EFFECTIVE, RELEVANCE = range(6, 15)
+    SCORE, SEEN_MASS, N_SEEN, N_DOCS = 15, 16, 17, 18
+
+
+def label(rows: list[tuple[Any, ...]], q: Query, n_terms: int, *, every_fact: bool) -> list[bool]:
+    """Which rows are weak (under the floors of a confident match), by the rule the embedded
+    backend applies (:func:`trimem._backend.confident`)."""
+    if not rows:
+        return []
+    floors = q.floors
+    seen, n_seen, n_docs = (float(rows[0][Candidate.SEEN_MASS]), int(rows[0][Candidate.N_SEEN]),
+                            float(rows[0][Candidate.N_DOCS]))  # fmt: skip
+    unseen_idf = math.log(1.0 + (n_docs + 0.5) / 0.5) * max(0, n_terms - n_seen)
+
+    def floor(share: float, unseen: bool) -> float:
+        if n_docs <= 0 or not math.isfinite(share) or share <= 0.0:
+            return 0.0
+        return share * (seen + (unseen_idf if unseen else 0.0)) / (1.0 + K1)
+
+    nan = float("nan")
+    bm25 = np.array([nan if r[Candidate.BM25] is None else r[Candidate.BM25] for r in rows], dtype=np.float64)
+    cosine = np.array([nan if r[Candidate.COSINE] is None else r[Candidate.COSINE] for r in rows], dtype=np.float64)
+    stored = np.array(
+        [nan if r[Candidate.STORED_COSINE] is None else r[Candidate.STORED_COSINE] for r in rows], dtype=np.float64
+    )
+    keyword_floor = floor(floors.bm25_share, every_fact)
+    with np.errstate(invalid="ignore"):
+        support = stored >= floors.cosine
+    ok = confident(
+        bm25,
+        cosine,
+        floors,
+        keyword_floor=keyword_floor,
+        whole_floor=None if q.vector is None else lambda: floor(floors.whole_share, True),
+        support=lambda asked: support,
+    )
+    return [not bool(x) for x in ok]

@@ -1,0 +1,149 @@
+"""The PostgreSQL backend beyond the shared contract (tests/backend/test_contract.py): a real
+server (started by the tests), one schema per test. Reopening, refusing, atomic failure, the
+same BM25 as the engine, hostile text in parameters only, tenants apart, and `Memory` on a DSN."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from trimem import Memory
+from trimem._backend import Floors, Query
+from trimem._backend.embedded import EmbeddedBackend
+from trimem._backend.ops import OpCursor, OpFact, OpRetain
+from trimem.config import Policy
+from trimem.errors import EmbedderMismatchError, InvalidArgumentError, NotSupportedError, StoreClosedError, StoreError
+from trimem.records import Episode
+
+pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+
+from trimem._backend.postgres.backend import PostgresBackend
+
+DIM = 4
+POLICY = Policy()
+FLOORS = Floors(bm25_share=0.0, cosine=-1.0, cosine_alone=-1.0)
+
+
+def _open(dsn: str, schema: str, **kw: object) -> PostgresBackend:
+    return PostgresBackend(dsn, dim=DIM, embedder_name="test-4", schema=schema, **kw)  # type: ignore[arg-type]
+
+
+def _retain(b: object, texts: list[str], user: str = "u") -> list[int]:
+    first = b.reserve_ids(len(texts))  # type: ignore[attr-defined]
+    eps = [Episode(id=first + i, agent_id="a", user_id=user, text=t, timestamp=1_000 + i) for i, t in enumerate(texts)]
+    vecs = np.stack([np.eye(DIM, dtype=np.float32)[e.id % DIM] for e in eps]).tobytes()
+    dups = b.write([OpRetain(episodes=eps, vectors=vecs)])  # type: ignore[attr-defined]
+    return [dups.get(e.id, e.id) for e in eps]
+
+
+def _bm25(text: str, ns: str = "a/u") -> Query:
+    return Query(text=text, vector=None, namespace=ns, k=10, floors=FLOORS, now=10_000, mode="bm25")
+
+
+def test_everything_survives_a_reopen_and_use_counts_are_written_on_close(pg_dsn: str, pg_schema: str) -> None:
+    b = _open(pg_dsn, pg_schema)
+    ids = _retain(b, ["the release train leaves on thursdays"])
+    b.write([OpFact("a", "u", "editor", "vim", 3, ids), OpCursor("a", "u", ids[0])])
+    b.touch(ids, [], at=99)
+    assert b.columns("episodes", "a/u")["accesses"].tolist() == [1]  # counted in process at once
+    b.close()
+    r = _open(pg_dsn, pg_schema)
+    assert r.episode_ids("a/u") == ids and r.cursor("a", "u") == ids[0]
+    assert r.fact("a", "u", "editor") is not None and r.columns("episodes", "a/u")["accesses"].tolist() == [1]
+    assert r.reserve_ids(1) > ids[0]
+    r.close()
+    with pytest.raises(EmbedderMismatchError):
+        PostgresBackend(pg_dsn, dim=8, embedder_name="other-8", schema=pg_schema)
+
+
+def test_a_closed_backend_refuses_and_a_bad_schema_name_is_refused(pg_dsn: str, pg_schema: str) -> None:
+    b = _open(pg_dsn, pg_schema)
+    b.close()
+    with pytest.raises(StoreClosedError):
+        b.write([OpFact("a", "u", "k", "v", 1)])
+    with pytest.raises(InvalidArgumentError):
+        _open(pg_dsn, 'x"; DROP TABLE y; --')
+
+
+def test_a_failed_write_changes_nothing(pg_dsn: str, pg_schema: str) -> None:
+    b = _open(pg_dsn, pg_schema)
+    kept = _retain(b, ["kept episode about redis"])
+    first = b.reserve_ids(1)
+    lost = Episode(id=first, agent_id="a", user_id="u", text="lost episode about kafka", timestamp=5)
+    clash = Episode(id=kept[0], agent_id="a", user_id="u", text="an id already taken", timestamp=6)
+    with pytest.raises(StoreError):
+        b.write([OpRetain(episodes=[lost]), OpFact("a", "u", "db", "kafka", 5), OpRetain(episodes=[clash])])
+    assert b.episode_ids("a/u") == kept and b.fact("a", "u", "db") is None
+    assert b.search_episodes(_bm25("kafka"), POLICY) == []
+    assert b.index_stats()["episode_index"]["records"] == 1  # the statistics rolled back too
+    b.close()
+
+
+def test_keyword_scores_are_the_engines(pg_dsn: str, pg_schema: str) -> None:
+    texts = [
+        "deploy the node service on port 8080",
+        "nginx reverse proxy listens on 443 and proxies to 8080",
+        "the node script ran on port 3000 three months ago",
+        "MySQL container failed: host port 3306 already taken",
+        "部署 Node 服务，端口映射为 8080",
+        "ERR_CONNECTION_REFUSED when the proxy restarts",
+    ]
+    pg = _open(pg_dsn, pg_schema, stem=True, stopwords=True)
+    embedded = EmbeddedBackend(None, dim=DIM, embedder_name="test-4", stem=True, stopwords=True)
+    for b in (pg, embedded):
+        _retain(b, texts)
+    for q in ("node port 8080", "端口 8080", "err_connection_refused proxy", "ports deployed"):
+        ours = [(h.episode.id, h.scored.bm25) for h in pg.search_episodes(_bm25(q), POLICY)]
+        theirs = [(h.episode.id, h.scored.bm25) for h in embedded.search_episodes(_bm25(q), POLICY)]
+        assert [i for i, _ in ours] == [i for i, _ in theirs], q
+        assert np.allclose([s for _, s in ours], [s for _, s in theirs], rtol=1e-5), q
+    pg.close()
+
+
+HOSTILE = ["it's", 'say "hi"', "100% sure", "a_b", "back\\slash", "a & b | !c (d):*", "'; DROP TABLE x; --", "数据库"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_is_data_in_every_statement(pg_dsn: str, pg_schema: str, text: str) -> None:
+    b = _open(pg_dsn, pg_schema)
+    user = f"用户 {text}"[:60]
+    (i,) = _retain(b, [f"note: {text} stays text"], user=user)
+    ns = f"a/{user}"
+    assert b.episode_ids(ns) == [i]
+    assert [h.episode.id for h in b.search_episodes(_bm25(f"{text} stays", ns), POLICY)] == [i]
+    b.write([OpFact("a", user, "k", text, 1, [i])])
+    fact = b.fact("a", user, "k")
+    assert fact is not None and fact.value == text
+    b.close()
+
+
+def test_no_tenant_sees_another(pg_dsn: str, pg_schema: str) -> None:
+    b = _open(pg_dsn, pg_schema)
+    _retain(b, ["canary alpha for u only"], user="u")
+    _retain(b, ["canary beta for v only"], user="v")
+    for ns, other in (("a/u", "beta"), ("a/v", "alpha")):
+        found = b.search_episodes(_bm25("canary alpha beta", ns), POLICY)
+        assert found and all(other not in h.episode.text for h in found)
+    b.close()
+
+
+def test_memory_on_a_dsn_runs_the_seed_scenario(pg_dsn: str, pg_schema: str) -> None:
+    now = datetime(2026, 11, 25, 10, tzinfo=UTC)
+    with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as mem:
+        mem.retain("以前老系统的 Python 项目跑迁移脚本真慢，SQLite 本地单文件性能太差了", user_id="u",
+                   timestamp=now - timedelta(days=30))  # fmt: skip
+        decision = mem.retain("团队开会决议：新系统全线采用 PostgreSQL 作为主数据库", user_id="u",
+                              timestamp=now - timedelta(days=14))  # fmt: skip
+        mem.reflect(user_id="u")
+        fact = mem.facts.get("database", user_id="u")
+        assert fact is not None and fact.value == "PostgreSQL"
+        b = mem.recall("帮我写对应的迁移脚本，连接到我们定下来的数据库", user_id="u", now=now)
+        assert b.episodes[0].episode.id == decision.id
+        text = b.render()
+        assert text.index("PostgreSQL") < text.index("SQLite")
+        with pytest.raises(NotSupportedError):
+            _ = mem.perceptual
+    with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as again:  # another process would see the same
+        assert again.facts.get("database", user_id="u") is not None
