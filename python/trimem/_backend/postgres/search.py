@@ -81,19 +81,24 @@ def hybrid_statement(
             "count(df.term) AS n_seen FROM st LEFT JOIN df ON true)"
         ),
     ]
-    legs: list[sql.Composable] = []
     if use_bm25:
+        # the postings hold the namespace; the record is read only for a time or session filter
+        filtered = q.time_range is not None or q.session is not None
         ctes.append(
             sql.SQL(
                 "bm AS (SELECT m.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf "
                 "/ (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.dl / st.avgdl)))::float8 AS score "
-                "FROM {s}.{p} m JOIN df USING (term) CROSS JOIN st JOIN {s}.{t} r ON r.id = m.id "
-                "WHERE m.namespace = %(ns)s AND m.term = ANY(%(terms)s::text[]) AND {where} "
+                "FROM {s}.{p} m JOIN df USING (term) CROSS JOIN st{join} "
+                "WHERE m.namespace = %(ns)s AND m.term = ANY(%(terms)s::text[]){where} "
                 "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(window)s)"
-            ).format(s=s, p=postings, t=table, where=where_r)
+            ).format(
+                s=s,
+                p=postings,
+                join=sql.SQL(" JOIN {}.{} r ON r.id = m.id").format(s, table) if filtered else sql.SQL(""),
+                where=sql.SQL(" AND {}").format(where_r) if filtered else sql.SQL(""),
+            )
         )
         ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
-        legs.append(sql.SQL("SELECT id FROM bmr"))
     if use_vector:
         params["v"] = np.asarray(q.vector, dtype=np.float32)
         ctes.append(
@@ -105,42 +110,40 @@ def hybrid_statement(
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
         )
-        legs.append(sql.SQL("SELECT id FROM vr"))
-    if not legs:
-        legs.append(sql.SQL("SELECT NULL::bigint AS id WHERE false"))
-    ctes.append(sql.SQL("cand AS ({})").format(sql.SQL(" UNION ").join(legs)))
-    bm_cols = sql.SQL(
-        "b.score AS bm25, b.rk AS bm25_rank" if use_bm25 else "NULL::float8 AS bm25, NULL::bigint AS bm25_rank"
-    )
-    v_cols = sql.SQL("v.cos AS cosine, v.rk AS vector_rank" if use_vector
-                     else "NULL::float8 AS cosine, NULL::bigint AS vector_rank")  # fmt: skip
+    # one row per candidate with both legs' signals: a hash full join, not a lookup per row
+    if use_bm25 and use_vector:
+        cand = "SELECT coalesce(b.id, v.id) AS id, b.score AS bm25, b.rk AS bm25_rank, v.cos AS cosine, " \
+               "v.rk AS vector_rank FROM bmr b FULL JOIN vr v ON b.id = v.id"  # fmt: skip
+    elif use_bm25:
+        cand = "SELECT id, score AS bm25, rk AS bm25_rank, NULL::float8 AS cosine, NULL::bigint AS vector_rank FROM bmr"
+    elif use_vector:
+        cand = "SELECT id, NULL::float8 AS bm25, NULL::bigint AS bm25_rank, cos AS cosine, rk AS vector_rank FROM vr"
+    else:
+        cand = "SELECT NULL::bigint AS id, NULL::float8 AS bm25, NULL::bigint AS bm25_rank, NULL::float8 AS cosine, " \
+               "NULL::bigint AS vector_rank WHERE false"  # fmt: skip
+    ctes.append(sql.SQL("cand AS ({})").format(sql.SQL(cand)))
     stored_cos = (
-        sql.SQL("CASE WHEN r.embedding IS NULL THEN NULL ELSE (1 - (r.embedding <=> %(v)s))::float8 END")
+        sql.SQL(
+            "CASE WHEN c.cosine IS NOT NULL THEN c.cosine WHEN r.embedding IS NULL THEN NULL "
+            "ELSE (1 - (r.embedding <=> %(v)s))::float8 END"
+        )
         if use_vector
         else sql.SQL("NULL::float8")
     )
-    joins: sql.Composable = sql.SQL("")
-    if use_bm25:
-        joins += sql.SQL(" LEFT JOIN bmr b ON b.id = c.id")
-    if use_vector:
-        joins += sql.SQL(" LEFT JOIN vr v ON v.id = c.id")
-    rrf = sql.SQL("coalesce(%(wb)s / (%(rrf_k)s + {brk}), 0) + coalesce(%(wv)s / (%(rrf_k)s + {vrk}), 0)").format(
-        brk=sql.SQL("b.rk") if use_bm25 else sql.SQL("NULL"), vrk=sql.SQL("v.rk") if use_vector else sql.SQL("NULL")
-    )
     body = sql.SQL(
         "WITH {ctes}, scored AS ("
-        "SELECT r.id, {bm}, {vc}, {stored} AS stored_cos, r.importance, r.accesses, r.mentions, "
+        "SELECT r.id, c.bm25, c.bm25_rank, c.cosine, c.vector_rank, {stored} AS stored_cos, r.importance, "
+        "r.accesses, r.mentions, "
         "r.last_access, r.payload, r.namespace, "
         "power(0.5, greatest(%(now)s - greatest(r.ts, r.last_access), 0)::float8 / %(half_life)s) AS decay, "
         "CASE WHEN r.importance >= 1 THEN r.importance::float8 ELSE least(1.0, r.importance "
-        "+ least(%(cap)s, %(step)s * (r.accesses + r.mentions))) END AS eff, {rrf} AS relevance "
-        "FROM cand c JOIN {s}.{t} r ON r.id = c.id{joins}) "
+        "+ least(%(cap)s, %(step)s * (r.accesses + r.mentions))) END AS eff, "
+        "coalesce(%(wb)s / (%(rrf_k)s + c.bm25_rank), 0) + coalesce(%(wv)s / (%(rrf_k)s + c.vector_rank), 0) "
+        "AS relevance FROM cand c JOIN {s}.{t} r ON r.id = c.id) "
         "SELECT scored.*, (relevance + %(decay_weight)s * decay + %(importance_weight)s * eff)::real AS score, "
         "mass.seen, mass.n_seen, (SELECT n FROM st) AS n "
         "FROM scored CROSS JOIN mass ORDER BY score DESC, id LIMIT %(k)s"
-    ).format(
-        ctes=sql.SQL(", ").join(ctes), bm=bm_cols, vc=v_cols, stored=stored_cos, rrf=rrf, s=s, t=table, joins=joins
-    )
+    ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table)
     return body, params
 
 
