@@ -269,3 +269,40 @@ def pg_schema(pg_dsn: str) -> Any:
     yield name
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+# ------------------------------------------------------------------------- backend permutation
+
+
+@pytest.fixture(autouse=True)
+def _memory_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With TRIMEM_TEST_BACKEND=postgresql, every in-process `Memory()` a test makes lives in a
+    schema of its own on the test server instead: the behaviour suites run on both backends (a
+    test of what only the embedded store does is marked `embedded_only`)."""
+    if os.environ.get("TRIMEM_TEST_BACKEND") != "postgresql":
+        return
+    if request.node.get_closest_marker("embedded_only") is not None:
+        pytest.skip("embedded store only")
+    import trimem.memory
+
+    dsn = request.getfixturevalue("pg_dsn")
+    schemas = iter(range(1, 1 << 20))
+    assemble = trimem.memory.assemble
+    made: list[str] = []
+
+    def on_postgres(path: Any, **kw: Any) -> Any:
+        if path is None:
+            made.append(f"m{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}_{next(schemas)}")
+            path = f"{dsn}&schema={made[-1]}"
+        return assemble(path, **kw)
+
+    monkeypatch.setattr(trimem.memory, "assemble", on_postgres)
+
+    def drop() -> None:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for name in made:
+                conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+    request.addfinalizer(drop)

@@ -108,6 +108,7 @@ def test_without_a_vector_the_keyword_floor_alone_decides() -> None:
     assert not hit.scored.weak  # no meaning to ask: a keyword-only memory keeps its floor
 
 
+@pytest.mark.embedded_only  # reads the engine's floor
 @pytest.mark.parametrize(("cosine", "weak"), [(0.5, False), (0.4, True)])
 def test_a_match_both_legs_find_part_way_is_confident(cosine: float, weak: bool) -> None:
     """One keyword of six (under the keyword floor) and a cosine past halfway from the unrelated

@@ -4,6 +4,7 @@ point-in-time recall and perceptual memory — English and Chinese where text ma
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
@@ -129,6 +130,7 @@ def test_a_duplicate_reinforces_instead_of_piling_up(tmp_path, embedder: str | N
 
 
 @pytest.mark.xfail(
+    os.environ.get("TRIMEM_TEST_BACKEND") != "postgresql",  # PostgreSQL compares the token sets themselves
     strict=True,
     reason="known defect: the engine's 256-bit token-set sketch can estimate a Jaccard of 1.0 for texts "
     "that differ in one token (here with stemming on); to be fixed with an exact check or a wider sketch",

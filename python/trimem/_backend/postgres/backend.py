@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,9 @@ class PostgresBackend:
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, configure=configure, open=True
         )
+        # a memory dropped without close() still returns its connections (not in the collector's
+        # thread, where the pool cannot join its workers)
+        self._release = weakref.finalize(self, self._pool.close)
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -375,8 +379,11 @@ class PostgresBackend:
         if q.vector_weight != 1.0:
             keywords, vector = policy_terms["weights"]
             policy_terms["weights"] = (keywords, vector * q.vector_weight)
+        pending = sorted((rid, c) for (t, rid), c in self._pending.items() if t == table)
+        uses = ([r for r, _ in pending], [c[0] for _, c in pending], [c[1] for _, c in pending],
+                [c[2] for _, c in pending])  # fmt: skip
         statement, params = hybrid_statement(
-            self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine
+            self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine, uses=uses
         )
         with self._conn() as conn:
             rows = conn.execute(statement, params).fetchall()
@@ -630,7 +637,7 @@ class PostgresBackend:
             try:
                 self.flush()
             finally:
-                self._pool.close()
+                self._release()
                 self._pool = None
 
 

@@ -48,10 +48,19 @@ def _filters(alias: str, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
 
 
 def hybrid_statement(
-    schema: str, collection: str, q: Query, terms: list[str], policy_terms: dict[str, Any], *, min_cosine: float
+    schema: str,
+    collection: str,
+    q: Query,
+    terms: list[str],
+    policy_terms: dict[str, Any],
+    *,
+    min_cosine: float,
+    uses: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], []),
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The statement and its parameters: one row per fused candidate, best first (at most twice
-    ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms."""
+    ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms.
+    `uses` are use counts not yet written (ids, accesses, mentions, last use): the ranking
+    counts them as the embedded engine counts a use at once."""
     s, table = sql.Identifier(schema), sql.Identifier(collection)
     postings = sql.Identifier(f"{collection}_terms")
     use_bm25 = q.mode != "vector" and bool(terms)
@@ -60,6 +69,7 @@ def hybrid_statement(
     where_r, params = _filters("r", q)
     weights = policy_terms["weights"]
     params.update(
+        use_ids=uses[0], use_a=uses[1], use_m=uses[2], use_at=uses[3],
         coll=collection, terms=terms, window=window(k), k=k, k1=K1, b=B, min_cos=min_cosine,
         rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
         now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
@@ -131,18 +141,21 @@ def hybrid_statement(
         else sql.SQL("NULL::float8")
     )
     body = sql.SQL(
-        "WITH {ctes}, scored AS ("
+        "WITH {ctes}, used AS ("
         "SELECT r.id, c.bm25, c.bm25_rank, c.cosine, c.vector_rank, {stored} AS stored_cos, r.importance, "
-        "r.accesses, r.mentions, "
-        "r.last_access, r.payload, r.namespace, "
-        "power(0.5, greatest(%(now)s - greatest(r.ts, r.last_access), 0)::float8 / %(half_life)s) AS decay, "
-        "CASE WHEN r.importance >= 1 THEN r.importance::float8 ELSE least(1.0, r.importance "
-        "+ least(%(cap)s, %(step)s * (r.accesses + r.mentions))) END AS eff, "
-        "coalesce(%(wb)s / (%(rrf_k)s + c.bm25_rank), 0) + coalesce(%(wv)s / (%(rrf_k)s + c.vector_rank), 0) "
-        "AS relevance FROM cand c JOIN {s}.{t} r ON r.id = c.id) "
-        "SELECT scored.*, (relevance + %(decay_weight)s * decay + %(importance_weight)s * eff)::real AS score, "
+        "r.accesses + coalesce(u.a, 0) AS accesses, r.mentions + coalesce(u.m, 0) AS mentions, "
+        "greatest(r.last_access, u.at) AS last_access, r.payload, r.namespace, r.ts "
+        "FROM cand c JOIN {s}.{t} r ON r.id = c.id LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], "
+        "%(use_m)s::int[], %(use_at)s::bigint[]) AS u(id, a, m, at) ON u.id = c.id), "
+        "signals AS (SELECT used.*, "
+        "power(0.5, greatest(%(now)s - greatest(ts, last_access), 0)::float8 / %(half_life)s) AS decay, "
+        "CASE WHEN importance >= 1 THEN importance::float8 ELSE least(1.0, importance "
+        "+ least(%(cap)s, %(step)s * (accesses + mentions))) END AS eff, "
+        "coalesce(%(wb)s / (%(rrf_k)s + bm25_rank), 0) + coalesce(%(wv)s / (%(rrf_k)s + vector_rank), 0) "
+        "AS relevance FROM used) "
+        "SELECT signals.*, (relevance + %(decay_weight)s * decay + %(importance_weight)s * eff)::real AS score, "
         "mass.seen, mass.n_seen, (SELECT n FROM st) AS n "
-        "FROM scored CROSS JOIN mass ORDER BY score DESC, id LIMIT %(k)s"
+        "FROM signals CROSS JOIN mass ORDER BY score DESC, id LIMIT %(k)s"
     ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table)
     return body, params
 
@@ -152,8 +165,8 @@ class Candidate:
 
     __slots__ = ()
     ID, BM25, BM25_RANK, COSINE, VECTOR_RANK, STORED_COSINE = 0, 1, 2, 3, 4, 5
-    IMPORTANCE, ACCESSES, MENTIONS, LAST_ACCESS, PAYLOAD, NAMESPACE, DECAY, EFFECTIVE, RELEVANCE = range(6, 15)
-    SCORE, SEEN_MASS, N_SEEN, N_DOCS = 15, 16, 17, 18
+    IMPORTANCE, ACCESSES, MENTIONS, LAST_ACCESS, PAYLOAD, NAMESPACE, TS = range(6, 13)
+    DECAY, EFFECTIVE, RELEVANCE, SCORE, SEEN_MASS, N_SEEN, N_DOCS = range(13, 20)
 
 
 def label(rows: list[tuple[Any, ...]], q: Query, n_terms: int, *, every_fact: bool) -> list[bool]:
