@@ -94,3 +94,23 @@ def test_cmrc_subset_product_path_is_not_below_bm25(cmrc_dir: Path) -> None:
         cmrc_dir, embedder="hashing", modes=["bm25"], max_docs=120, max_queries=150, cache_dir=None, progress=None
     )["results"]["bm25"]
     assert product["ndcg@10"] >= engine["ndcg@10"] - 0.01, (product, engine)
+
+
+def test_the_product_path_on_postgresql_ranks_as_in_process(tiny_beir: Path, pg_dsn: str) -> None:
+    from trimem.bench.stores import SchemaPerMemory
+
+    data = ev.load_scifact(tiny_beir)
+    here = evaluate_documents_product(data, embedder="hashing", cache_dir=None, progress=None)
+    stores = SchemaPerMemory(pg_dsn)
+    try:
+        there = evaluate_documents_product(
+            data, embedder="hashing", cache_dir=None, progress=None, memory_factory=stores
+        )
+    finally:
+        stores.drop()
+    assert stores.schemas == ["trimem_eval_1"]
+    assert there["row"] == here["row"]
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn:  # nothing left behind
+        assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'trimem_eval_1'").fetchone() is None

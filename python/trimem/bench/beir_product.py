@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,9 +41,11 @@ def evaluate_documents_product(
     cache_dir: Path | None = None,
     progress: TextIO | None = sys.stderr,
     label: str = "documents",
+    memory_factory: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
     """nDCG@10 and recall@100 of ``Memory.recall(...).knowledge`` over `data`'s queries, with the
-    preload and per-request times (see the module docstring)."""
+    preload and per-request times (see the module docstring). `memory_factory(embedder)` makes
+    the memory (default ``trimem.Memory(embedder=embedder)``)."""
     from trimem import Memory
 
     say = _progress(progress)
@@ -54,7 +57,7 @@ def evaluate_documents_product(
     rc: list[float] = []
     returned: list[int] = []
     ms: list[float] = []
-    with Memory(embedder=emb) as mem:
+    with memory_factory(emb) if memory_factory is not None else Memory(embedder=emb) as mem:
         mem.knowledge.add_many(
             [{"text": text, "metadata": {"doc": did}} for did, text in zip(data.doc_ids, data.texts, strict=True)]
         )

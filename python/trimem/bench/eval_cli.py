@@ -41,6 +41,7 @@ from trimem.bench.profile_eval import (
     load_suite,
     suite_paths,
 )
+from trimem.bench.stores import SchemaPerMemory
 
 EMBEDDERS = ("auto", "bilingual", "minilm", "e5", "hashing", "none")
 PATHS = ("product", "engine", "both")
@@ -240,6 +241,12 @@ def _common(p: argparse.ArgumentParser, d: Settings) -> None:
         "engine's vector leg (default minilm: offline int8 all-MiniLM-L6-v2; none is refused there)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the full results as JSON to PATH")
+    p.add_argument(
+        "--store",
+        metavar="DSN",
+        help="run the product path on PostgreSQL: each memory in a fresh schema trimem_eval_<n> of "
+        "this database (postgresql://...), dropped after the run (default: in process)",
+    )
     p.add_argument("--modes", metavar="LIST", default=",".join(MODES), help="subset of bm25,vector,hybrid")
     p.add_argument(
         "--weights",
@@ -336,11 +343,13 @@ def _run_locomo(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else default_cache_dir()
     stream = None if args.quiet else sys.stderr
     product: dict[str, Any] | None = None
+    stores = SchemaPerMemory(args.store) if args.store else None
     try:
         if which != "engine":
             product = evaluate_locomo_product(
-                path, embedder=_product_embedder(args), conversations=conversations, cache_dir=cache, progress=stream
-            )
+                path, embedder=_product_embedder(args), conversations=conversations, cache_dir=cache, progress=stream,
+                memory_factory=stores,
+            )  # fmt: skip
             print(format_product_table(product))
             print()
             print(product_summary(product), flush=True)
@@ -360,6 +369,9 @@ def _run_locomo(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         print(f"trimem eval: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if stores is not None:
+            stores.drop()
     # --path both: the engine report as before, with the product report under "product"
     return _finish(report if product is None else {**report, "product": product}, format_locomo_table(report), args)
 
@@ -435,6 +447,7 @@ def _run_documents(args: argparse.Namespace) -> int:
     which = args.eval_path
     cache = None if args.no_cache else default_cache_dir()
     stream = None if args.quiet else sys.stderr
+    stores = SchemaPerMemory(args.store) if args.store else None
     try:
         if which == "product":
             report: dict[str, Any] = {
@@ -459,12 +472,16 @@ def _run_documents(args: argparse.Namespace) -> int:
         if which != "engine":
             data = load_scifact(path, max_docs=args.max_docs, max_queries=args.max_queries)
             product = evaluate_documents_product(
-                data, embedder=_product_embedder(args), cache_dir=cache, progress=stream, label=name
-            )
+                data, embedder=_product_embedder(args), cache_dir=cache, progress=stream, label=name,
+                memory_factory=stores,
+            )  # fmt: skip
             report["results"] = {PRODUCT_ROW: product.pop("row"), **report["results"]}
             report["product"] = product
             report.setdefault("embedder", product["embedder"])
     except (ValueError, ImportError) as exc:
         print(f"trimem eval: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if stores is not None:
+            stores.drop()
     return _finish(report, format_scifact_table(report), args)
