@@ -29,12 +29,17 @@ The contract, which ``tests/backend`` checks for every backend:
   searchable (``search_facts``) until it is deleted, forgotten or its user is.
 * **Use counts** — ``touch`` counts uses and mentions at once; a backend may persist them
   lazily (a crash may lose the last few counts, never a write).
+* **Concurrency** — ``lock`` serialises one process; ``scope_lock(namespaces)`` also excludes
+  other processes from those namespaces' read-modify-write sequences (a backend one process
+  owns may return ``lock`` itself). A retain's near-duplicate check and insert are atomic per
+  namespace.
 * **Errors** — only :class:`trimem.errors.TrimemError` subclasses; a failed call changes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -140,7 +145,13 @@ class Backend(Protocol):
 
     @property
     def lock(self) -> threading.RLock:
-        """Serialises writes (and read-modify-write sequences of the layers above)."""
+        """Serialises this process's writes (and read-modify-write sequences of the layers above)."""
+        ...
+
+    def scope_lock(self, namespaces: Sequence[str]) -> AbstractContextManager[object]:
+        """Holds `lock` and, where other processes share the memory, keeps them out of these
+        namespaces' read-modify-write sequences (a fact's change, reflect's cursor) until exit.
+        Re-entrant within a thread."""
         ...
 
     @property

@@ -96,7 +96,7 @@ class Facts(IndexedLayer):
         check_key(key)
         check_str("a fact value", value, limit=MAX_VALUE_CHARS, empty=False)
         src = _sources(source)
-        with self._backend.lock:
+        with self._backend.scope_lock([f"{agent_id}/{user_id}"]):
             old = self._backend.fact(agent_id, user_id, key)
             if old is not None and old.value == value:
                 return FactChange(op="noop", key=key, value=value, old_value=value, source=src)
@@ -119,7 +119,7 @@ class Facts(IndexedLayer):
         """Deletes a fact; its history keeps the deletion."""
         agent_id, user_id = self._scope(user_id, agent_id)
         src = _sources(source)
-        with self._backend.lock:
+        with self._backend.scope_lock([f"{agent_id}/{user_id}"]):
             old = self._backend.fact(agent_id, user_id, check_key(key))
             if old is None:
                 return FactChange(op="noop", key=key, value=None, source=src)
@@ -317,7 +317,7 @@ class KnowledgeBase(IndexedLayer):
         if not drafts:
             return []
         vectors = self._embed([d["text"] if not d["title"] else f"{d['title']}\n{d['text']}" for d in drafts])
-        with backend.lock:
+        with backend.scope_lock(sorted({knowledge_namespace(d["agent_id"], d["user_id"]) for d in drafts})):
             first = backend.reserve_ids(len(drafts))
             docs: list[KnowledgeDoc] = []
             replaces: list[int] = []

@@ -56,7 +56,7 @@ class Reflection:
         if extractor is not None:
             check_callable("extractor", extractor)
         backend = self._backend
-        with backend.lock:
+        with backend.scope_lock([episode_namespace(agent_id, user_id)]):
             cursor = backend.cursor(agent_id, user_id)
             if backend.newest_episode(agent_id, user_id) <= cursor:
                 return []

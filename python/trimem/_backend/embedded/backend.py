@@ -172,6 +172,10 @@ class EmbeddedBackend:
     def lock(self) -> threading.RLock:
         return self._lock
 
+    def scope_lock(self, namespaces: Sequence[str]) -> threading.RLock:
+        """The process lock: the folder has one writer (its lock file keeps other processes out)."""
+        return self._lock
+
     @property
     def dim(self) -> int:
         return self._dim

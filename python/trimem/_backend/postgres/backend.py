@@ -43,7 +43,7 @@ from trimem._backend.ops import (
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label
-from trimem._backend.postgres.writes import Writes, fact_id, terms_of
+from trimem._backend.postgres.writes import Writes, fact_id, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
     DependencyError,
@@ -93,6 +93,25 @@ def _redacted(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+class _LockConnection:
+    """The connection scope_lock's session locks live on (opened on first use)."""
+
+    conn: Any = None
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
+
+
+def _close_all(pool: Any, locks: _LockConnection) -> None:
+    """Returns a memory's connections (on close, or when a memory is dropped unclosed)."""
+    try:
+        pool.close()
+    finally:
+        locks.close()
+
+
 class PostgresBackend:
     """A memory in one schema of a PostgreSQL database (pgvector ≥ 0.8 for vectors)."""
 
@@ -124,6 +143,9 @@ class PostgresBackend:
         self._writes = Writes(schema, dim, stem=stem, stopwords=stopwords)
         self.touch_flush = touch_flush
         self.path = _redacted(dsn)  # shown in reprs and messages: never the password
+        self._dsn = dsn
+        self._locks = _LockConnection()  # holds scope_lock's advisory locks
+        self._held: dict[int, int] = {}  # advisory lock key → re-entries held by this process
         self._pending: dict[tuple[str, int], list[int]] = {}  # (table, id) → [accesses, mentions, last use]
         self._n_pending = 0
         commit = "on" if durability == "fsync" else "off"
@@ -153,7 +175,7 @@ class PostgresBackend:
         )
         # a memory dropped without close() still returns its connections (not in the collector's
         # thread, where the pool cannot join its workers)
-        self._release = weakref.finalize(self, self._pool.close)
+        self._release = weakref.finalize(self, _close_all, self._pool, self._locks)
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -228,6 +250,40 @@ class PostgresBackend:
     @property
     def lock(self) -> threading.RLock:
         return self._lock
+
+    @contextmanager
+    def scope_lock(self, namespaces: Sequence[str]) -> Iterator[None]:
+        """The process lock, then a session advisory lock per namespace (in one order, on a
+        connection kept for locks), so that no other process runs a read-modify-write of these
+        namespaces meanwhile. The process lock lets one thread at a time in, so one connection
+        serves; re-entry takes nothing new."""
+        keys = sorted({lock_key(self._schema, "scope", ns) for ns in namespaces})
+        with self._lock:
+            new = [k for k in keys if not self._held.get(k)]
+            if new:
+                self._advisory("SELECT pg_advisory_lock(%s)", new)
+            for k in keys:
+                self._held[k] = self._held.get(k, 0) + 1
+            try:
+                yield
+            finally:
+                for k in keys:
+                    self._held[k] -= 1
+                if new:
+                    self._advisory("SELECT pg_advisory_unlock(%s)", new)
+
+    def _advisory(self, statement: str, keys: list[int]) -> None:
+        psycopg = self._psycopg
+        try:
+            if self._locks.conn is None or self._locks.conn.closed:
+                self._locks.conn = psycopg.connect(self._dsn, autocommit=True)
+            for k in keys:
+                self._locks.conn.execute(statement, (k,))
+        except psycopg.Error as e:
+            # a lost connection lost its locks with it: the next call connects again
+            self._locks.close()
+            self._held.clear()
+            raise StoreIOError(errno.EIO, f"PostgreSQL (advisory lock): {e}") from e
 
     @property
     def dim(self) -> int:

@@ -20,7 +20,7 @@ from trimem.records import FactVersion, Mention, encode, indexed_time, search_te
 from trimem.scope import knowledge_namespace
 from trimem.text.keys import fact_text
 
-__all__ = ["Writes", "fact_id", "terms_of"]
+__all__ = ["Writes", "fact_id", "lock_key", "terms_of"]
 
 
 def terms_of(text: str, stem: bool, stopwords: bool) -> list[str]:
@@ -31,6 +31,13 @@ def terms_of(text: str, stem: bool, stopwords: bool) -> list[str]:
 def fact_id(agent_id: str, user_id: str, key: str) -> int:
     """The fact index id of one fact (the embedded backend's)."""
     return fact_entry((agent_id, user_id, key))
+
+
+def lock_key(schema: str, purpose: str, namespace: str) -> int:
+    """The advisory lock (a signed 64-bit key) of one namespace of a schema, for one purpose (a
+    retain's duplicate check, a read-modify-write): other schemas and purposes never contend."""
+    digest = hashlib.blake2b("\x1f".join((schema, purpose, namespace)).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
 
 
 class Writes:
@@ -107,6 +114,9 @@ class Writes:
         eps = op.episodes
         vectors = None if op.vectors is None else np.frombuffer(op.vectors, dtype=np.float32).reshape(len(eps), -1)
         duplicates: dict[int, int] = {}
+        if op.dedup is not None:  # the duplicate check and the insert, atomic per namespace
+            for key in sorted({lock_key(self._schema, "retain", f"{e.agent_id}/{e.user_id}") for e in eps}):
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
         for i, e in enumerate(eps):
             ns = f"{e.agent_id}/{e.user_id}"
             text = search_text(e)
