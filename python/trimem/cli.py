@@ -476,10 +476,46 @@ def _check_locomo(path: Path, conversations: str | None) -> None:
 # Entry point
 # --------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------
+# migrate
+# --------------------------------------------------------------------------
+
+
+def _add_migrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "migrate",
+        help="copy a whole memory between a folder and PostgreSQL (either way)",
+        description="Copies every layer of the memory at --from into the empty one at --to (a folder or a "
+        "postgresql:// DSN with ?schema=...), with the source's embedder and vectors, then compares counts "
+        "and a sample of recalls. Example: python -m trimem migrate --from ./agent_memory --to "
+        "'postgresql://me@db/mem?schema=bot'",
+    )
+    p.add_argument("--from", dest="source", required=True, metavar="STORE", help="the memory to copy")
+    p.add_argument("--to", dest="destination", required=True, metavar="STORE", help="an empty memory to fill")
+    p.add_argument("--embedder", default="auto", help="the source's embedder (default auto: the one it recorded)")
+    p.add_argument("--reset", action="store_true", help="empty the destination first (re-running a migration)")
+    p.add_argument("--sample", type=_positive_int, default=20, help="episodes recalled on both sides (default 20)")
+    p.set_defaults(func=_run_migrate)
+
+
+def _run_migrate(args: argparse.Namespace) -> int:
+    from trimem.migrate import migrate
+
+    report = migrate(args.source, args.destination, embedder=args.embedder, reset=args.reset, sample=args.sample)
+    print("| kind | source | destination |\n|---|---:|---:|")
+    for kind, n in report.source_counts.items():
+        print(f"| {kind} | {n} | {report.counts.get(kind, 0)} |")
+    print(f"recalls of sampled episodes by their own text, first on both sides: "
+          f"{report.recalls_matched}/{report.recalls_sampled}")  # fmt: skip
+    print("migrate: ok" if report.ok() else "migrate: MISMATCH (see the table)")
+    return 0 if report.ok() else 1
+
+
 COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]] = [
     ("demo", _add_demo),
     ("bench", _add_bench),
     ("eval", _add_eval),
+    ("migrate", _add_migrate),
 ]
 
 

@@ -353,7 +353,7 @@ class Memory:
         """Adds the memories of an :meth:`export` file (new ids; facts keep their history and
         cite the new episodes)."""
         return transfer.import_export(self._backend, path, episodic=self._episodic, knowledge=self.knowledge,
-                                      embedder=self._embedding.name)  # fmt: skip
+                                      embedder=self._embedding.name, fact_vector=self.facts.embed_fact)  # fmt: skip
 
     # -- the store --------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ RANKS: list[tuple[str, ...]] = [
     ("trimem.pipeline",),
     ("trimem.interop",),
     ("trimem.memory",),
-    ("trimem", "trimem.__main__", "trimem.cli", "trimem._usage", "trimem.demo", "trimem.bench"),
+    ("trimem", "trimem.__main__", "trimem.cli", "trimem._usage", "trimem.demo", "trimem.migrate", "trimem.bench"),
 ]
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from trimem._backend.ops import Op, OpFact, OpPin
+from trimem._backend.ops import Op, OpAlias, OpFact, OpPin
 from trimem._checks import check_path
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
 from trimem.records import Episode, FactVersion, KnowledgeDoc, retain_item
@@ -179,9 +180,11 @@ def import_export(
     episodic: EpisodicMemory,
     knowledge: KnowledgeBase,
     embedder: str | None,
+    fact_vector: Callable[[str, str], np.ndarray | None] | None = None,
 ) -> Exported:
     """Adds an export's memories under new ids (facts cite the new episode ids). Vectors come
-    along when the export was made with the same embedder, else the texts are embedded again.
+    along when the export was made with the same embedder, else the texts are embedded again;
+    `fact_vector(key, value)` gives a fact's current value its vector in the fact index.
     Everything is validated before anything is written."""
     bundle = load_export(path)
     dim = backend.dim
@@ -201,17 +204,23 @@ def import_export(
         for x, e in zip(bundle.episodes, new):
             if (x.accesses or x.mentions) and e.id == renumber[x.episode.id]:
                 backend.touch([e.id] * x.accesses, [], x.last_access, [e.id] * x.mentions)  # use counts come along
-        ops: list[Op] = []
+        ops: list[Op] = [OpAlias(words=[w], keys=list(keys)) for w, keys in bundle.aliases.items()]
         for f in bundle.facts:
-            for v in f.history:
+            for n, v in enumerate(f.history):
+                value = v.value if v.op != "delete" else None
+                vector = None
+                if fact_vector is not None and value is not None and n == len(f.history) - 1:
+                    found = fact_vector(f.key, value)  # the standing value is searched by meaning
+                    vector = None if found is None else found.astype(np.float32).tobytes()
                 ops.append(
                     OpFact(
                         f.agent_id,
                         f.user_id,
                         f.key,
-                        v.value if v.op != "delete" else None,
+                        value,
                         v.valid_from,
                         [renumber[i] for i in v.source if i in renumber],
+                        vector,
                     )
                 )
             if f.pinned:
