@@ -363,9 +363,9 @@ class Memory:
         self._backend.checkpoint()
 
     def purge(self) -> None:
-        """Compacts the store so that nothing forgotten remains in the folder: a fresh snapshot
-        without it, and the log and older snapshot that held it deleted."""
-        self._backend.checkpoint()
+        """Compacts the store so that nothing forgotten remains: in a folder, a fresh snapshot
+        without it, the log and older snapshot deleted; on PostgreSQL, ``VACUUM FULL``."""
+        self._backend.purge()
 
     def recovery(self) -> Recovery | None:
         """What opening the store found: whether a snapshot was loaded, the log records replayed

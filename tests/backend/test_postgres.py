@@ -174,3 +174,34 @@ def test_a_stopped_server_raises_store_io_error_and_a_restarted_one_is_used_agai
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             server.cleanup()
+
+
+def test_purge_leaves_no_byte_of_a_forgotten_episode_in_the_tables(pg_dsn: str, pg_schema: str) -> None:
+    import psycopg
+
+    canary = "canary-7f3a9 the secret rota"
+    with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as mem:
+        e = mem.retain(canary, user_id="u")
+        mem.retain("something else", user_id="u")
+        mem.forget([e.id], user_id="u")
+
+        def files_hold_canary() -> bool:
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute("CHECKPOINT")  # table pages reach their files
+                root = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
+                paths = [r[0] for r in conn.execute(
+                    "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND pg_relation_filepath(c.oid) IS NOT NULL", (pg_schema,)
+                ).fetchall()]  # fmt: skip
+            found = False
+            for rel in paths:
+                p = Path(root) / rel
+                for f in [p, *p.parent.glob(p.name + ".*")]:
+                    if f.exists() and b"canary-7f3a9" in f.read_bytes():
+                        found = True
+            return found
+
+        assert files_hold_canary()  # deleted rows stay in table files until vacuumed
+        mem.purge()
+        assert not files_hold_canary()
+        assert [x.text for x in mem.episodes(user_id="u")] == ["something else"]

@@ -708,6 +708,10 @@ class EmbeddedBackend:
                 indexes = [(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), (FACTS, self._fact_index)]
                 journal.checkpoint([*indexes, *extra], self._state())
 
+    def purge(self) -> None:
+        """A checkpoint: the new snapshot holds nothing forgotten, and the files that did go."""
+        self.checkpoint()
+
     def recovery(self) -> Recovery | None:
         if self._journal is None:
             return None

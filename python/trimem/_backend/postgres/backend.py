@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 import numpy as np
+from psycopg import sql
 
 from trimem._backend import Columns, Query, Stored
 from trimem._backend.embedded.facts import current_fact
@@ -653,6 +654,17 @@ class PostgresBackend:
     def checkpoint(self) -> None:
         """Nothing to do: the server keeps its own write-ahead log (pending use counts are written)."""
         self.flush()
+
+    def purge(self) -> None:
+        """``VACUUM FULL`` of every table of the schema: each is rewritten without its deleted
+        rows (and locked while it is). The server's WAL and backups keep what they keep."""
+        self.flush()
+        with self._lock, self._conn() as conn:
+            tables = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", (self._schema,)
+            ).fetchall()
+            for (table,) in tables:
+                conn.execute(sql.SQL("VACUUM FULL {}.{}").format(sql.Identifier(self._schema), sql.Identifier(table)))
 
     def recovery(self) -> Recovery | None:
         return None
