@@ -447,7 +447,12 @@ class PostgresBackend:
             self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine, uses=uses
         )
         with self._conn() as conn:
-            rows = conn.execute(statement, params).fetchall()
+            # most memories hold no documents, and a new user no facts: one lookup of the
+            # namespace's count spares the search statement
+            held = conn.execute(
+                f"SELECT n_docs FROM {self._t('stats')} WHERE collection = %s AND namespace = %s", (table, q.namespace)
+            ).fetchone()
+            rows = conn.execute(statement, params).fetchall() if held is not None and held[0] > 0 else []
         weak = label(rows, q, len(terms), every_fact=every_fact)
         order = [i for i, w in enumerate(weak) if not w] + [i for i, w in enumerate(weak) if w]
         return [(rows[i], _scored(rows[i], policy, weak=weak[i])) for i in order[: q.k]]
