@@ -64,9 +64,9 @@ def _reset(mem: Any) -> None:
 
     b = mem._backend
     with b.lock:
-        users = b.users() + [(a, u) for a, u, _ in b.facts() if (a, u) not in b.users()]
+        users = sorted({*b.users(), *((a, u) for a, u, _ in b.facts())})
         ids = [i for a, u in users for i in b.episode_ids(f"{a}/{u}")]
-        b.write([OpForget(episode_ids=ids, knowledge_ids=b.document_ids(None), users=sorted(set(users)))])
+        b.write([OpForget(episode_ids=ids, knowledge_ids=b.document_ids(None), users=users)])
 
 
 def migrate(

@@ -106,13 +106,7 @@ class FactTable:
         """Word → keys, including each known key's own name (with spaces for underscores).
         Recall reads this on every call, so it is cached until a key or an alias is added."""
         if self._alias_view is None:
-            out: dict[str, list[str]] = {}
-            for key in sorted(self.key_names):
-                for word in {key.lower(), key.replace("_", " ").lower()}:
-                    out.setdefault(word, [key])
-            for w, keys in self.aliases.items():
-                out[w] = list(keys)
-            self._alias_view = out
+            self._alias_view = alias_view(self.key_names, self.aliases)
         return {w: list(keys) for w, keys in self._alias_view.items()}
 
     # -- snapshots --------------------------------------------------------------------------------
@@ -138,6 +132,18 @@ class FactTable:
             current = current_fact(key, history, pinned=fk in self.pinned)
             if current is not None:
                 self.current[fk] = current
+
+
+def alias_view(key_names: Iterable[str], aliases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Word → keys: each key under its own name (also with spaces for underscores), then the
+    aliases callers added (which win over a key's own name)."""
+    out: dict[str, list[str]] = {}
+    for key in sorted(key_names):
+        for word in {key.lower(), key.replace("_", " ").lower()}:
+            out.setdefault(word, [key])
+    for w, keys in aliases.items():
+        out[w] = list(keys)
+    return out
 
 
 def current_fact(key: str, history: list[FactVersion], *, pinned: bool) -> Fact | None:

@@ -28,7 +28,8 @@ import numpy as np
 from psycopg import sql
 
 from trimem._backend import Columns, Query, Stored
-from trimem._backend.embedded.facts import current_fact
+from trimem._backend.embedded.backend import fact_entry
+from trimem._backend.embedded.facts import alias_view, current_fact
 from trimem._backend.ops import (
     Op,
     OpAlias,
@@ -44,7 +45,7 @@ from trimem._backend.ops import (
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label
-from trimem._backend.postgres.writes import Writes, fact_id, lock_key, terms_of
+from trimem._backend.postgres.writes import Writes, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
     DependencyError,
@@ -143,6 +144,12 @@ class PostgresBackend:
         self._stem, self._stopwords = stem, stopwords
         self._meta = OpMeta(embedder=embedder_name, dim=dim)
         self._writes = Writes(schema, dim, stem=stem, stopwords=stopwords)
+        w = self._writes
+        self._handlers: dict[type, Callable[[Any, Any], dict[int, int] | None]] = {
+            OpRetain: w.retain, OpKnowledge: w.knowledge, OpFact: w.fact, OpAlias: w.alias, OpPin: w.pin,
+            OpForget: w.forget, OpCursor: w.cursor, OpWorking: w.save_working, OpTouch: self._touch_op,
+            OpMeta: self._meta_op,
+        }  # fmt: skip
         self.touch_flush = touch_flush
         self.path = _redacted(dsn)  # shown in reprs and messages: never the password
         self._dsn = dsn
@@ -328,19 +335,7 @@ class PostgresBackend:
             return duplicates
 
     def _apply(self, conn: Any, op: Op) -> dict[int, int] | None:
-        handlers: dict[type, Callable[[Any, Any], dict[int, int] | None]] = {
-            OpRetain: self._writes.retain,
-            OpKnowledge: self._writes.knowledge,
-            OpFact: self._writes.fact,
-            OpAlias: self._writes.alias,
-            OpPin: self._writes.pin,
-            OpForget: self._writes.forget,
-            OpCursor: self._writes.cursor,
-            OpWorking: self._writes.save_working,
-            OpTouch: self._touch_op,
-            OpMeta: self._meta_op,
-        }
-        handler = handlers.get(type(op))
+        handler = self._handlers.get(type(op))
         if handler is None:
             raise NotSupportedError(f"{type(op).__name__}: perceptual memory is not stored on PostgreSQL yet")
         return handler(conn, op)
@@ -447,12 +442,7 @@ class PostgresBackend:
             self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine, uses=uses
         )
         with self._conn() as conn:
-            # most memories hold no documents, and a new user no facts: one lookup of the
-            # namespace's count spares the search statement
-            held = conn.execute(
-                f"SELECT n_docs FROM {self._t('stats')} WHERE collection = %s AND namespace = %s", (table, q.namespace)
-            ).fetchone()
-            rows = conn.execute(statement, params).fetchall() if held is not None and held[0] > 0 else []
+            rows = conn.execute(statement, params).fetchall()
         weak = label(rows, q, len(terms), every_fact=every_fact)
         order = [i for i, w in enumerate(weak) if not w] + [i for i, w in enumerate(weak) if w]
         return [(rows[i], _scored(rows[i], policy, weak=weak[i])) for i in order[: q.k]]
@@ -540,7 +530,10 @@ class PostgresBackend:
 
     # -- protocol: facts --------------------------------------------------------------------------
 
-    def _facts_where(self, where: str, params: tuple[Any, ...]) -> list[tuple[str, str, Fact]]:
+    def _versions(
+        self, where: str, params: tuple[Any, ...]
+    ) -> dict[tuple[str, str, str], tuple[list[FactVersion], bool]]:
+        """(agent, user, key) → (its versions in order, pinned), for the facts `where` selects."""
         with self._conn() as conn:
             rows = conn.execute(
                 f"SELECT v.agent_id, v.user_id, v.key, v.value, v.valid_from, v.valid_to, v.source, v.op, "
@@ -549,11 +542,14 @@ class PostgresBackend:
                 f"WHERE {where} ORDER BY v.agent_id, v.user_id, v.key, v.seq",
                 params,
             ).fetchall()
-        grouped: dict[tuple[str, str, str], tuple[list[FactVersion], bool]] = {}
+        out: dict[tuple[str, str, str], tuple[list[FactVersion], bool]] = {}
         for a, u, k, v, f, t, s, o, pinned in rows:
-            grouped.setdefault((a, u, k), ([], bool(pinned)))[0].append(FactVersion(v, f, t, list(s), o))
+            out.setdefault((a, u, k), ([], bool(pinned)))[0].append(FactVersion(v, f, t, list(s), o))
+        return out
+
+    def _facts_where(self, where: str, params: tuple[Any, ...]) -> list[tuple[str, str, Fact]]:
         out = []
-        for (a, u, k), (versions, pinned) in grouped.items():
+        for (a, u, k), (versions, pinned) in self._versions(where, params).items():
             fact = current_fact(k, versions, pinned=pinned)
             if fact is not None:
                 out.append((a, u, fact))
@@ -591,32 +587,17 @@ class PostgresBackend:
         with self._conn() as conn:
             rows = conn.execute(
                 f"SELECT key, embedding FROM {self._t('fact_index')} WHERE id = ANY(%s) AND embedding IS NOT NULL",
-                ([fact_id(agent_id, user_id, k) for k in keys],),
+                ([fact_entry((agent_id, user_id, k)) for k in keys],),
             ).fetchall()
         return {k: _array(v) for k, v in rows}
 
     def fact_histories(self) -> list[tuple[str, str, str, list[FactVersion], bool]]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT v.agent_id, v.user_id, v.key, v.value, v.valid_from, v.valid_to, v.source, v.op, "
-                f"p.key IS NOT NULL FROM {self._t('fact_versions')} v LEFT JOIN {self._t('pins')} p "
-                "ON (p.agent_id, p.user_id, p.key) = (v.agent_id, v.user_id, v.key) "
-                "ORDER BY v.agent_id, v.user_id, v.key, v.seq"
-            ).fetchall()
-        out: dict[tuple[str, str, str], tuple[list[FactVersion], bool]] = {}
-        for a, u, k, v, f, t, s, o, pinned in rows:
-            out.setdefault((a, u, k), ([], bool(pinned)))[0].append(FactVersion(v, f, t, list(s), o))
-        return [(a, u, k, versions, pinned) for (a, u, k), (versions, pinned) in out.items()]
+        return [(a, u, k, versions, pinned) for (a, u, k), (versions, pinned) in self._versions("true", ()).items()]
 
     def aliases(self) -> dict[str, list[str]]:
         with self._conn() as conn:
             names = [r[0] for r in conn.execute(f"SELECT key FROM {self._t('key_names')} ORDER BY key").fetchall()]
-        out: dict[str, list[str]] = {}
-        for key in names:
-            for word in {key.lower(), key.replace("_", " ").lower()}:
-                out.setdefault(word, [key])
-        out.update(self.alias_table())
-        return out
+        return alias_view(names, self.alias_table())
 
     def alias_table(self) -> dict[str, list[str]]:
         with self._conn() as conn:

@@ -155,7 +155,9 @@ def hybrid_statement(
         "AS relevance FROM used) "
         "SELECT signals.*, (relevance + %(decay_weight)s * decay + %(importance_weight)s * eff)::real AS score, "
         "mass.seen, mass.n_seen, (SELECT n FROM st) AS n "
-        "FROM signals CROSS JOIN mass ORDER BY score DESC, id LIMIT %(k)s"
+        # a namespace with nothing in the collection (no documents; a new user's facts) is
+        # answered by this one-time filter, before either leg runs
+        "FROM signals CROSS JOIN mass WHERE (SELECT n FROM st) > 0 ORDER BY score DESC, id LIMIT %(k)s"
     ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table)
     return body, params
 

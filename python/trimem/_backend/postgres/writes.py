@@ -20,17 +20,12 @@ from trimem.records import FactVersion, Mention, encode, indexed_time, search_te
 from trimem.scope import knowledge_namespace
 from trimem.text.keys import fact_text
 
-__all__ = ["Writes", "fact_id", "lock_key", "terms_of"]
+__all__ = ["Writes", "lock_key", "terms_of"]
 
 
 def terms_of(text: str, stem: bool, stopwords: bool) -> list[str]:
     """The index terms of `text`: the engine's tokenizer, each term cut to its stored length."""
     return [t[:MAX_TERM_CHARS] for t in tokenize(text, stem=stem, stopwords=stopwords)]
-
-
-def fact_id(agent_id: str, user_id: str, key: str) -> int:
-    """The fact index id of one fact (the embedded backend's)."""
-    return fact_entry((agent_id, user_id, key))
 
 
 _TYPES = {"exact": "bytea", "agent_id": "text", "user_id": "text", "source": "text", "key": "text"}
@@ -250,7 +245,7 @@ class Writes:
             (*fk, len(versions), op.value, op.at, op.at if op.value is None else None, list(op.source), kind),
         )
         conn.execute(f"INSERT INTO {self._t('key_names')} (key) VALUES (%s) ON CONFLICT DO NOTHING", (op.key,))
-        entry = fact_id(*fk)
+        entry = fact_entry(fk)
         self._delete(conn, "fact_index", [entry])
         if op.value is not None:
             vector = None if op.vector is None else np.frombuffer(op.vector, dtype=np.float32)[None, :]
@@ -299,7 +294,7 @@ class Writes:
         keys = conn.execute(
             f"SELECT DISTINCT agent_id, user_id, key FROM {self._t('fact_versions')} WHERE {where}", params
         ).fetchall()
-        self._delete(conn, "fact_index", [fact_id(*k) for k in keys])
+        self._delete(conn, "fact_index", [fact_entry((a, u, k)) for a, u, k in keys])
         for table in ("fact_versions", "pins"):
             conn.execute(f"DELETE FROM {self._t(table)} WHERE {where}", params)
 
