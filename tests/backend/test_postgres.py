@@ -214,3 +214,134 @@ def test_purge_leaves_no_byte_of_a_forgotten_episode_in_the_tables(pg_dsn: str, 
         mem.purge()
         assert not files_hold_canary()
         assert [x.text for x in mem.episodes(user_id="u")] == ["something else"]
+
+
+# version 1's searchable tables, as version 1 made them (not partitioned): a schema it wrote
+_V1_SEARCHABLE = """CREATE TABLE {s}.{name} (id bigint PRIMARY KEY, namespace text NOT NULL, ts bigint NOT NULL,
+    session text, {extra} embedding vector(4), importance real NOT NULL DEFAULT 0.5,
+    accesses integer NOT NULL DEFAULT 0, mentions integer NOT NULL DEFAULT 0, last_access bigint NOT NULL DEFAULT 0,
+    dl integer NOT NULL, terms text[] NOT NULL, payload bytea NOT NULL);
+CREATE INDEX {name}_ns_ts ON {s}.{name} (namespace, ts);
+CREATE INDEX {name}_hnsw ON {s}.{name} USING hnsw (embedding vector_cosine_ops)"""
+
+
+def test_a_version_1_schema_is_upgraded_in_place(pg_dsn: str, pg_schema: str) -> None:
+    import psycopg
+
+    from trimem._backend.postgres.schema import COLLECTIONS, PARTITIONS
+
+    b = _open(pg_dsn, pg_schema)
+    ids = _retain(b, ["the release train leaves on thursdays", "kafka topics are compacted nightly"])
+    b.write([OpFact("a", "u", "editor", "vim", 3, ids)])
+    b.close()
+    extra = {"episodes": "exact bytea NOT NULL,", "knowledge": "agent_id text NOT NULL, user_id text, source text,",
+             "fact_index": "key text NOT NULL,"}  # fmt: skip
+    with psycopg.connect(pg_dsn, autocommit=True) as conn, conn.transaction():  # turn it back into version 1
+        for name in COLLECTIONS:
+            conn.execute(f"ALTER TABLE {pg_schema}.{name} RENAME TO {name}_v2")
+            conn.execute(f"ALTER TABLE {pg_schema}.{name}_v2 RENAME CONSTRAINT {name}_pkey TO {name}_v2_pkey")
+            for idx in ("id", "ns_ts", "hnsw"):
+                conn.execute(f"DROP INDEX {pg_schema}.{name}_{idx}")
+            for statement in _V1_SEARCHABLE.format(s=pg_schema, name=name, extra=extra[name]).split(";"):
+                conn.execute(statement)
+            conn.execute(f"INSERT INTO {pg_schema}.{name} SELECT * FROM {pg_schema}.{name}_v2")
+            conn.execute(f"DROP TABLE {pg_schema}.{name}_v2")
+        conn.execute(f"DROP INDEX IF EXISTS {pg_schema}.episodes_exact")
+        conn.execute(f"CREATE INDEX episodes_exact ON {pg_schema}.episodes (namespace, exact)")
+        conn.execute(f"UPDATE {pg_schema}.meta SET value = '1' WHERE name = 'schema_version'")
+    r = _open(pg_dsn, pg_schema)
+    assert r.episode_ids("a/u") == ids and r.fact("a", "u", "editor") is not None
+    assert [h.episode.id for h in r.search_episodes(_bm25("kafka compacted"), POLICY)] == [ids[1]]
+    r.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        version = conn.execute(f"SELECT value FROM {pg_schema}.meta WHERE name = 'schema_version'").fetchone()
+        parts = conn.execute(
+            "SELECT c.relname, count(i.inhrelid) FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid "
+            "JOIN pg_inherits i ON i.inhparent = c.oid WHERE c.relnamespace = %s::regnamespace GROUP BY c.relname",
+            (pg_schema,),
+        ).fetchall()
+        left = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relnamespace = %s::regnamespace AND relname LIKE '%%\\_v1%%'",
+            (pg_schema,),
+        ).fetchone()
+    assert version == ("2",) and sorted(parts) == sorted((name, PARTITIONS) for name in COLLECTIONS)
+    assert left == (0,)
+
+
+def test_a_search_reads_one_partition(pg_dsn: str, pg_schema: str) -> None:
+    import psycopg
+
+    b = _open(pg_dsn, pg_schema)
+    _retain(b, ["alpha note about kafka"], user="u")
+    _retain(b, ["beta note about kafka"], user="v")
+    seen: list[tuple[str, object]] = []
+    original = psycopg.Cursor.execute
+
+    def spy(self: psycopg.Cursor, query: object, params: object = None, **kw: object) -> object:
+        text = query.as_string(self) if hasattr(query, "as_string") else str(query)  # type: ignore[attr-defined]
+        if "episodes_terms" in text and "WITH st" in text:
+            seen.append((text, params))
+        return original(self, query, params, **kw)  # type: ignore[arg-type]
+
+    query = Query(text="kafka note", vector=np.eye(DIM, dtype=np.float32)[0], namespace="a/u", k=5, floors=FLOORS,
+                  now=10_000)  # fmt: skip
+    psycopg.Cursor.execute = spy  # type: ignore[method-assign]
+    try:
+        b.search_episodes(query, POLICY)
+    finally:
+        psycopg.Cursor.execute = original  # type: ignore[method-assign]
+    ((text, params),) = seen
+    with b._conn() as conn:
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + text, params))  # type: ignore[operator]
+    b.close()
+    touched = {word for word in plan.replace("(", " ").split() if word.startswith("episodes_p") and "_" not in word[9:]}
+    assert len(touched) == 1, plan
+
+
+@pytest.mark.parametrize("n_probes", [40, 10], ids=["copied batch", "small batch"])
+def test_the_duplicate_check_finds_what_a_scan_of_every_stored_episode_finds(
+    pg_dsn: str, pg_schema: str, n_probes: int
+) -> None:
+    """The check reads only the rarest terms' postings (prefix filtering) and compares a row
+    with the batch's earlier rows sharing one of them; the oracle compares the new episode with
+    every stored one, then every earlier one of the batch."""
+    from trimem._core import tokenize
+
+    rng = np.random.default_rng(7)
+    common = ["service", "deploy", "port", "error", "user", "cache"]
+    rare = [f"w{i}" for i in range(60)]
+
+    def text() -> str:
+        words = list(rng.choice(common, 4, replace=False)) + list(rng.choice(rare, int(rng.integers(2, 7))))
+        return " ".join(words)
+
+    b = _open(pg_dsn, pg_schema)
+    stored_texts = [text() for _ in range(300)]
+    first = b.reserve_ids(len(stored_texts))
+    eps = [Episode(id=first + i, agent_id="a", user_id="u", text=t, timestamp=1_000 + i)
+           for i, t in enumerate(stored_texts)]  # fmt: skip
+    b.write([OpRetain(episodes=eps)])  # no dedup: every one stored
+    stored = {e.id: set(tokenize(e.text, stem=False, stopwords=False)) for e in eps}
+    half = n_probes // 2
+    probes = [stored_texts[i] + " w3" for i in rng.integers(0, 300, half)] + [text() for _ in range(half - 1)]
+    probes.append(probes[-1] + " w5")  # a near copy of the batch's own earlier row
+    start = b.reserve_ids(len(probes))
+    new = [Episode(id=start + i, agent_id="a", user_id="u", text=t, timestamp=9_000 + i) for i, t in enumerate(probes)]
+    got = b.write([OpRetain(episodes=new, dedup=(0.8, 0.9))])
+    expected = {}
+    kept: list[tuple[int, set[str]]] = []  # the batch's own rows count too, after the stored ones fail
+    for e in new:
+        mine = set(tokenize(e.text, stem=False, stopwords=False))
+
+        def jaccard(theirs: set[str], mine: set[str] = mine) -> float:
+            return len(mine & theirs) / len(mine | theirs)
+
+        hit = next((rid for rid, theirs in kept if jaccard(theirs) >= 0.8), None)
+        if hit is None:
+            hit = next((rid for rid in sorted(stored) if jaccard(stored[rid]) >= 0.8), None)
+        if hit is None:
+            kept.append((e.id, mine))
+        else:
+            expected[e.id] = hit
+    b.close()
+    assert len(expected) >= half and got == expected

@@ -104,7 +104,9 @@ def hybrid_statement(
             ).format(
                 s=s,
                 p=postings,
-                join=sql.SQL(" JOIN {}.{} r ON r.id = m.id").format(s, table) if filtered else sql.SQL(""),
+                join=sql.SQL(" JOIN {}.{} r ON r.namespace = m.namespace AND r.id = m.id").format(s, table)
+                if filtered
+                else sql.SQL(""),
                 where=sql.SQL(" AND {}").format(where_r) if filtered else sql.SQL(""),
             )
         )
@@ -145,7 +147,7 @@ def hybrid_statement(
         "SELECT r.id, c.bm25, c.bm25_rank, c.cosine, c.vector_rank, {stored} AS stored_cos, r.importance, "
         "r.accesses + coalesce(u.a, 0) AS accesses, r.mentions + coalesce(u.m, 0) AS mentions, "
         "greatest(r.last_access, u.at) AS last_access, r.payload, r.namespace, r.ts "
-        "FROM cand c JOIN {s}.{t} r ON r.id = c.id LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], "
+        "FROM cand c JOIN {s}.{t} r ON r.namespace = %(ns)s AND r.id = c.id LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], "
         "%(use_m)s::int[], %(use_at)s::bigint[]) AS u(id, a, m, at) ON u.id = c.id), "
         "signals AS (SELECT used.*, "
         "power(0.5, greatest(%(now)s - greatest(ts, last_access), 0)::float8 / %(half_life)s) AS decay, "
