@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import errno
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
@@ -45,7 +46,7 @@ from trimem._backend.ops import (
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label
-from trimem._backend.postgres.writes import Writes, lock_key, terms_of
+from trimem._backend.postgres.writes import COPY_FROM, Writes, as_array, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
     DependencyError,
@@ -82,9 +83,13 @@ _working = msgspec.msgpack.Decoder(OpWorking)
 _versions = msgspec.msgpack.Decoder(list[FactVersion])
 
 
-def _array(value: Any) -> np.ndarray:
-    """A stored vector as float32 (pgvector hands back its own Vector type or an array)."""
-    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+_TRUSTED_FOR: Final = 1.0
+"""Seconds a connection back from a successful use is taken to be alive without asking the
+server (a connection idle longer is checked as it leaves the pool)."""
+
+
+def _returned(conn: Any) -> None:
+    conn.trimem_returned = time.monotonic()
 
 
 def _redacted(dsn: str) -> str:
@@ -172,6 +177,9 @@ class PostgresBackend:
 
         def configure(conn: Any) -> None:
             conn.execute(f"SET synchronous_commit = {commit}")
+            # a prepared statement keeps one plan: partitions are chosen as it runs, not planned
+            # for again on every call (most of a short statement's time)
+            conn.execute("SET plan_cache_mode = force_generic_plan")
             if dim:
                 from pgvector.psycopg import register_vector
 
@@ -179,11 +187,16 @@ class PostgresBackend:
                 conn.execute("SET hnsw.iterative_scan = relaxed_order")
                 conn.execute("SET hnsw.ef_search = 100")
 
-        # a connection is checked as it leaves the pool: after a server restart the first call
-        # reconnects instead of failing on a dead socket
+        def check(conn: Any) -> None:
+            if time.monotonic() - getattr(conn, "trimem_returned", float("-inf")) > _TRUSTED_FOR:
+                ConnectionPool.check_connection(conn)
+
+        # a connection idle for a while is checked as it leaves the pool: after a server restart
+        # the first call reconnects instead of failing on a dead socket (one back from use just
+        # now is not asked: a round trip per statement is most of a short statement's cost)
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, configure=configure, open=True,
-            check=ConnectionPool.check_connection, timeout=timeout,
+            check=check, reset=_returned, timeout=timeout,
         )  # fmt: skip
         # a memory dropped without close() still returns its connections (not in the collector's
         # thread, where the pool cannot join its workers)
@@ -236,16 +249,17 @@ class PostgresBackend:
     # -- connections ------------------------------------------------------------------------------
 
     @contextmanager
-    def _conn(self, *, write: bool = False) -> Iterator[Any]:
-        """A pooled connection (in one transaction when `write`); database errors become store
-        errors: a lost connection a :class:`StoreIOError`, and the transaction rolls back."""
+    def _conn(self, *, write: bool = False, pipeline: bool = False) -> Iterator[Any]:
+        """A pooled connection (in one transaction when `write`, its statements sent in a
+        pipeline when asked); database errors become store errors: a lost connection a
+        :class:`StoreIOError`, and the transaction rolls back."""
         if self._pool is None:
             raise StoreClosedError(f"the memory at {self.path} is closed; open it again to go on")
         psycopg = self._psycopg
         try:
             with self._pool.connection() as conn:
                 if write:
-                    with conn.transaction():
+                    with conn.pipeline() if pipeline else nullcontext(), conn.transaction():
                         yield conn
                 else:
                     yield conn
@@ -308,9 +322,15 @@ class PostgresBackend:
     # -- protocol: writes -------------------------------------------------------------------------
 
     def reserve_ids(self, n: int) -> int:
+        # committed without waiting for the flush: the write that uses these ids waits for its
+        # own, which (the log being sequential) covers this one; ids of a write never made may
+        # be handed out again after a crash, harmlessly
         with self._conn() as conn:
             row = conn.execute(
-                f"UPDATE {self._t('counters')} SET value = value + %s WHERE name = 'last_id' RETURNING value", (n,)
+                "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) "
+                f"UPDATE {self._t('counters')} SET value = value + %s FROM unflushed WHERE name = 'last_id' "
+                "RETURNING value",
+                (n,),
             ).fetchone()
         return int(row[0]) - n + 1
 
@@ -326,7 +346,10 @@ class PostgresBackend:
         episodes that duplicated one already stored, that one's id."""
         with self._lock:
             duplicates: dict[int, int] = {}
-            with self._conn(write=True) as conn:
+            # a small write's statements go in one pipeline (a round trip for the duplicate
+            # check, one for the rest and the commit); a large one copies its rows
+            small = all(len(getattr(op, "episodes", getattr(op, "docs", ()))) < COPY_FROM for op in ops)
+            with self._conn(write=True, pipeline=small) as conn:
                 self._flush_touches(conn)
                 for op in ops:
                     duplicates.update(self._apply(conn, op) or {})
@@ -441,8 +464,11 @@ class PostgresBackend:
         statement, params = hybrid_statement(
             self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine, uses=uses
         )
+        # a statement run often is prepared with one generic plan (no planning per search); one
+        # filtered by time or session is planned for its values, whose selectivity picks the scan
+        custom = q.time_range is not None or q.session is not None
         with self._conn() as conn:
-            rows = conn.execute(statement, params).fetchall()
+            rows = conn.execute(statement, params, prepare=False if custom else None).fetchall()
         weak = label(rows, q, len(terms), every_fact=every_fact)
         order = [i for i, w in enumerate(weak) if not w] + [i for i, w in enumerate(weak) if w]
         return [(rows[i], _scored(rows[i], policy, weak=weak[i])) for i in order[: q.k]]
@@ -523,7 +549,7 @@ class PostgresBackend:
             if r is None:
                 continue
             item: Episode | KnowledgeDoc = _episode.decode(r[1]) if table == "episodes" else _document.decode(r[1])
-            vector = None if r[2] is None else _array(r[2]).tobytes()
+            vector = None if r[2] is None else as_array(r[2]).tobytes()
             a, m, at = self._pending_counts(table, int(i))
             out.append(Stored(item, vector, r[3] + a, r[4] + m, max(r[5], at)))
         return out
@@ -586,10 +612,11 @@ class PostgresBackend:
             return {}
         with self._conn() as conn:
             rows = conn.execute(
-                f"SELECT key, embedding FROM {self._t('fact_index')} WHERE id = ANY(%s) AND embedding IS NOT NULL",
-                ([fact_entry((agent_id, user_id, k)) for k in keys],),
+                f"SELECT key, embedding FROM {self._t('fact_index')} WHERE namespace = %s AND id = ANY(%s) "
+                "AND embedding IS NOT NULL",
+                (f"{agent_id}/{user_id}", [fact_entry((agent_id, user_id, k)) for k in keys]),
             ).fetchall()
-        return {k: _array(v) for k, v in rows}
+        return {k: as_array(v) for k, v in rows}
 
     def fact_histories(self) -> list[tuple[str, str, str, list[FactVersion], bool]]:
         return [(a, u, k, versions, pinned) for (a, u, k), (versions, pinned) in self._versions("true", ()).items()]

@@ -5,6 +5,7 @@ overlap), document versions, fact versions, pins, aliases, forgetting, cursors a
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from trimem.records import FactVersion, Mention, encode, indexed_time, search_te
 from trimem.scope import knowledge_namespace
 from trimem.text.keys import fact_text
 
-__all__ = ["Writes", "lock_key", "terms_of"]
+__all__ = ["COPY_FROM", "Writes", "as_array", "lock_key", "terms_of"]
 
 
 def terms_of(text: str, stem: bool, stopwords: bool) -> list[str]:
@@ -32,27 +33,69 @@ _TYPES = {"exact": "bytea", "agent_id": "text", "user_id": "text", "source": "te
 """The types of the columns some tables add to a searchable record (for binary COPY)."""
 
 
-def _near(
-    rows: list[tuple[int, set[str], bytes, np.ndarray | None]],
-    mine: set[str],
-    exact: bytes,
-    vector: np.ndarray | None,
-    dedup: tuple[float, float],
-) -> int | None:
-    """The first of a batch's earlier rows (id, term set, exact hash, vector) this one
-    near-duplicates, by the rule of the stored ones."""
+def _similar(mine: set[str], theirs: set[str], vector: Any, their_vector: Any, dedup: tuple[float, float]) -> bool:
+    """The near-duplicate rule: token sets overlapping by ``min_jaccard`` and, when both have
+    vectors, a cosine of at least ``min_cosine``."""
     min_jaccard, min_cosine = dedup
-    for rid, theirs, their_exact, their_vector in rows:
-        union = mine | theirs
-        jaccard = 1.0 if not union else len(mine & theirs) / len(union)
-        if their_exact != exact and jaccard < min_jaccard:
-            continue
-        if vector is not None and their_vector is not None:
-            norms = float(np.linalg.norm(vector) * np.linalg.norm(their_vector))
-            if norms > 0 and float(vector @ their_vector) / norms < min_cosine:
-                continue
-        return rid
-    return None
+    union = mine | theirs
+    if (1.0 if not union else len(mine & theirs) / len(union)) < min_jaccard:
+        return False
+    if vector is not None and their_vector is not None:
+        norms = float(np.linalg.norm(vector) * np.linalg.norm(their_vector))
+        if norms > 0 and float(vector @ their_vector) / norms < min_cosine:
+            return False
+    return True
+
+
+def _prefix(terms: set[str], min_jaccard: float) -> int:
+    """How many of a term set's terms a near-duplicate must share one of: a set overlapping by
+    ``min_jaccard`` shares at least ``need`` terms, so it holds one of any ``len - need + 1``."""
+    if not terms:
+        return 0
+    return len(terms) - max(1, math.ceil(min_jaccard * len(terms) - 1e-9)) + 1
+
+
+class _Kept:
+    """One namespace's rows of this op so far (id, term set, vector), indexed by term and by
+    exact hash, so that each new row is compared only with rows sharing one of its rarest terms."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, set[str], np.ndarray | None]] = []
+        self.by_exact: dict[bytes, int] = {}
+        self.postings: dict[str, list[int]] = {}
+
+    def near(self, mine: set[str], exact: bytes, vector: np.ndarray | None, dedup: tuple[float, float]) -> int | None:
+        """The first kept row this one near-duplicates, by the rule of the stored ones."""
+        found = self.by_exact.get(exact)
+        candidates = set() if found is None else {found}
+        for term in sorted(mine, key=lambda t: (len(self.postings.get(t, ())), t))[: _prefix(mine, dedup[0])]:
+            candidates.update(self.postings.get(term, ()))
+        for at in sorted(candidates):
+            rid, theirs, their_vector = self.rows[at]
+            if _similar(mine, theirs, vector, their_vector, dedup):
+                return rid
+        return None
+
+    def add(self, rid: int, mine: set[str], exact: bytes, vector: np.ndarray | None) -> None:
+        self.by_exact.setdefault(exact, len(self.rows))
+        for term in mine:
+            self.postings.setdefault(term, []).append(len(self.rows))
+        self.rows.append((rid, mine, vector))
+
+
+_DF_CAP = 64
+"""Postings counted per term to rank a new episode's terms by rarity for the duplicate check:
+the rare ones are told apart exactly, the common ones (never asked for) cost no more than this."""
+
+
+COPY_FROM = 32
+"""Records written with a binary COPY from this many on; fewer are inserted with statements,
+which a pipeline sends with the rest of their transaction (a COPY is a round trip of its own)."""
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A stored vector as float32 (pgvector hands back its own type or an array)."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
 def lock_key(schema: str, purpose: str, namespace: str) -> int:
@@ -75,12 +118,12 @@ class Writes:
         self,
         conn: Any,
         table: str,
-        rows: Sequence[tuple[int, str, int, str | None, float, str, bytes, dict[str, Any]]],
+        rows: Sequence[tuple[int, str, int, str | None, float, list[str], bytes, dict[str, Any]]],
         vectors: np.ndarray | None,
     ) -> None:
-        """Inserts searchable records (id, namespace, ts, session, importance, indexed text,
-        payload, extra columns) with their postings — each with one binary COPY — and counts them
-        in the statistics."""
+        """Inserts searchable records (id, namespace, ts, session, importance, indexed terms,
+        payload, extra columns) with their postings — a batch with one binary COPY each — and
+        counts them in the statistics."""
         if not rows:
             return
         extra = list(rows[0][7])
@@ -93,25 +136,43 @@ class Writes:
         grown: Counter[str] = Counter()
         docs: Counter[str] = Counter()
         postings: list[tuple[str, str, int, int, int]] = []
-        with conn.cursor() as cur:
-            with cur.copy(f"COPY {self._t(table)} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(types)
-                for i, (rid, ns, ts, session, importance, text, payload, more) in enumerate(rows):
-                    terms = terms_of(text, self._stem, self._stopwords)
-                    values: list[Any] = [rid, ns, ts, session, importance, len(terms), terms, payload, *more.values()]
-                    if with_vectors:
-                        assert vectors is not None
-                        values.append(np.asarray(vectors[i], dtype=np.float32))
-                    copy.write_row(values)
-                    postings.extend((ns, t, rid, c, len(terms)) for t, c in Counter(terms).items())
-                    grown[ns] += len(terms)
-                    docs[ns] += 1
+        records: list[list[Any]] = []
+        for i, (rid, ns, ts, session, importance, terms, payload, more) in enumerate(rows):
+            values: list[Any] = [rid, ns, ts, session, importance, len(terms), terms, payload, *more.values()]
+            if with_vectors:
+                assert vectors is not None
+                values.append(np.asarray(vectors[i], dtype=np.float32))
+            records.append(values)
+            postings.extend((ns, t, rid, c, len(terms)) for t, c in Counter(terms).items())
+            grown[ns] += len(terms)
+            docs[ns] += 1
+        if len(rows) < COPY_FROM:  # statements a pipeline can carry, no round trip of their own
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {self._t(table)} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
+                    records,
+                )
             if postings:
-                statement = f"COPY {self._t(table + '_terms')} (namespace, term, id, tf, dl) FROM STDIN (FORMAT BINARY)"
-                with cur.copy(statement) as copy:
-                    copy.set_types(["text", "text", "int8", "int4", "int4"])
-                    for posting in postings:
-                        copy.write_row(posting)
+                ns_, term_, id_, tf_, dl_ = (list(c) for c in zip(*postings, strict=True))
+                conn.execute(
+                    f"INSERT INTO {self._t(table + '_terms')} (namespace, term, id, tf, dl) "
+                    "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[], %s::int[])",
+                    (ns_, term_, id_, tf_, dl_),
+                )
+        else:
+            with conn.cursor() as cur:
+                with cur.copy(f"COPY {self._t(table)} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(types)
+                    for values in records:
+                        copy.write_row(values)
+                if postings:
+                    statement = (
+                        f"COPY {self._t(table + '_terms')} (namespace, term, id, tf, dl) FROM STDIN (FORMAT BINARY)"
+                    )
+                    with cur.copy(statement) as copy:
+                        copy.set_types(["text", "text", "int8", "int4", "int4"])
+                        for posting in postings:
+                            copy.write_row(posting)
         self._count(conn, table, docs, grown)
 
     def _count(self, conn: Any, table: str, docs: Counter[str], lengths: Counter[str]) -> None:
@@ -147,27 +208,32 @@ class Writes:
         eps = op.episodes
         vectors = None if op.vectors is None else np.frombuffer(op.vectors, dtype=np.float32).reshape(len(eps), -1)
         duplicates: dict[int, int] = {}
+        found: list[tuple[str, list[str], bytes]] = []  # per episode: namespace, terms, exact hash
+        for e in eps:
+            terms = terms_of(search_text(e), self._stem, self._stopwords)
+            found.append((f"{e.agent_id}/{e.user_id}", terms, hashlib.blake2b("\x1f".join(terms).encode("utf-8"),
+                                                                             digest_size=16).digest()))  # fmt: skip
+        stored: dict[int, int] = {}
         if op.dedup is not None:  # the duplicate check and the insert, atomic per namespace
-            for key in sorted({lock_key(self._schema, "retain", f"{e.agent_id}/{e.user_id}") for e in eps}):
+            for key in sorted({lock_key(self._schema, "retain", ns) for ns, _, _ in found}):
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-        rows: list[tuple[int, str, int, str | None, float, str, bytes, dict[str, Any]]] = []
+            stored = self._stored_duplicates(conn, found, vectors, op.dedup)
+        rows: list[tuple[int, str, int, str | None, float, list[str], bytes, dict[str, Any]]] = []
         kept: list[int] = []  # positions of the rows inserted
-        batch: dict[str, list[tuple[int, set[str], bytes, np.ndarray | None]]] = {}  # this op's rows, by namespace
+        batch: dict[str, _Kept] = {}  # this op's rows, by namespace
         for i, e in enumerate(eps):
-            ns = f"{e.agent_id}/{e.user_id}"
-            text = search_text(e)
-            terms = terms_of(text, self._stem, self._stopwords)
-            exact = hashlib.blake2b("\x1f".join(terms).encode("utf-8"), digest_size=16).digest()
+            ns, terms, exact = found[i]
             vector = None if vectors is None else vectors[i]
             if op.dedup is not None:
-                dup = _near(batch.get(ns, []), set(terms), exact, vector, op.dedup)
+                kept_here = batch.setdefault(ns, _Kept())
+                dup = kept_here.near(set(terms), exact, vector, op.dedup)
                 if dup is None:
-                    dup = self._duplicate_of(conn, ns, terms, exact, vector, op.dedup)
+                    dup = stored.get(i)
                 if dup is not None:
                     duplicates[e.id] = dup
                     continue
-                batch.setdefault(ns, []).append((e.id, set(terms), exact, vector))
-            rows.append((e.id, ns, indexed_time(e), e.session_id, e.importance, text, encode(e), {"exact": exact}))
+                kept_here.add(e.id, set(terms), exact, vector)
+            rows.append((e.id, ns, indexed_time(e), e.session_id, e.importance, terms, encode(e), {"exact": exact}))
             kept.append(i)
         self._insert(conn, "episodes", rows, None if vectors is None else vectors[kept])
         by_id = {e.id: e for e in eps}
@@ -184,45 +250,81 @@ class Writes:
             )
         return duplicates
 
-    def _duplicate_of(
+    def _stored_duplicates(
         self,
         conn: Any,
-        ns: str,
-        terms: list[str],
-        exact: bytes,
-        vector: np.ndarray | None,
+        found: list[tuple[str, list[str], bytes]],
+        vectors: np.ndarray | None,
         dedup: tuple[float, float],
-    ) -> int | None:
-        """The stored episode of `ns` this one near-duplicates: the same token sequence, or a
-        token set overlapping by ``min_jaccard`` — with, when both have vectors, a cosine of at
-        least ``min_cosine``. The overlap is exact (the sets themselves, not sketches)."""
-        min_jaccard, min_cosine = dedup
-        mine = set(terms)
-        need = max(1, int(np.ceil(min_jaccard * len(mine)))) if mine else 0
-        cos = "NULL::float8"
-        params: list[Any] = []
-        if vector is not None and self._dim:
-            cos = "CASE WHEN e.embedding IS NULL THEN NULL ELSE 1 - (e.embedding <=> %s) END"
-            params.append(np.asarray(vector, dtype=np.float32))
-        rows = conn.execute(
-            f"SELECT e.id, e.terms, {cos} FROM {self._t('episodes')} e WHERE e.namespace = %s AND (e.exact = %s "
-            f"OR e.id IN (SELECT id FROM {self._t('episodes_terms')} WHERE namespace = %s AND term = ANY(%s) "
-            "GROUP BY id HAVING count(*) >= %s)) ORDER BY e.id",
-            (*params, ns, exact, ns, list(mine), need),
+    ) -> dict[int, int]:
+        """For each new episode (namespace, terms, exact hash) the first stored episode of its
+        namespace it near-duplicates — the same token sequence, or token sets overlapping by
+        ``min_jaccard`` with, when both have vectors, a cosine of at least ``min_cosine`` — in
+        one statement for the whole batch.
+
+        The overlap is exact (the sets themselves, not sketches); candidates are found by prefix
+        filtering: a set overlapping by ``min_jaccard`` shares at least ``need`` of the new
+        episode's terms, so it holds one of any ``len - need + 1`` of them (:func:`_prefix`); the
+        rarest are asked for, whose postings are short however large the namespace grows."""
+        rows: list[int] = []
+        spaces: list[str] = []
+        hashes: list[bytes] = []
+        prefixes: list[int] = []
+        pair_rows: list[int] = []
+        pair_terms: list[str] = []
+        sets = [set(terms) for _, terms, _ in found]
+        # a large batch ranks its terms by how often the batch itself uses them (a fair guess of
+        # the stored ones, asked of no index); a small one asks the postings (a few lookups)
+        ask = len(found) < COPY_FROM
+        in_batch = Counter((ns, t) for (ns, _, _), mine in zip(found, sets, strict=True) for t in mine)
+        for i, ((ns, _, exact), mine) in enumerate(zip(found, sets, strict=True)):
+            p = _prefix(mine, dedup[0])
+            chosen = sorted(mine) if ask else sorted(mine, key=lambda t: (in_batch[ns, t], t))[:p]
+            rows.append(i)
+            spaces.append(ns)
+            hashes.append(exact)
+            prefixes.append(p)
+            pair_rows.extend([i] * len(chosen))
+            pair_terms.extend(chosen)
+        postings = self._t("episodes_terms")
+        ranked = (
+            f"""df AS (SELECT d.ns, d.term, (SELECT count(*) FROM (SELECT FROM {postings} t
+                   WHERE t.namespace = d.ns AND t.term = d.term LIMIT {_DF_CAP}) capped) AS df
+                   FROM (SELECT DISTINCT ns, term FROM pairs) d),
+            ranked AS (SELECT pairs.i, pairs.ns, pairs.term FROM (SELECT pairs.*,
+                       row_number() OVER (PARTITION BY pairs.i ORDER BY df.df, pairs.term) AS r
+                       FROM pairs JOIN df USING (ns, term)) pairs JOIN b USING (i) WHERE pairs.r <= b.p)"""
+            if ask
+            else "ranked AS (SELECT * FROM pairs)"
+        )
+        got = conn.execute(
+            f"""WITH b AS (SELECT * FROM unnest(%s::int[], %s::text[], %s::bytea[], %s::int[]) AS b(i, ns, exact, p)),
+            pairs AS (SELECT p.i, b.ns, p.term FROM unnest(%s::int[], %s::text[]) AS p(i, term) JOIN b USING (i)),
+            {ranked},
+            cand AS (SELECT ranked.i, ranked.ns, t.id FROM ranked
+                     JOIN {postings} t ON t.namespace = ranked.ns AND t.term = ranked.term
+                     UNION SELECT b.i, b.ns, e.id FROM b JOIN {self._t("episodes")} e
+                     ON e.namespace = b.ns AND e.exact = b.exact)
+            SELECT cand.i, e.id, e.terms, {"e.embedding" if self._dim else "NULL::bytea"} FROM cand
+            JOIN {self._t("episodes")} e ON e.namespace = cand.ns AND e.id = cand.id ORDER BY cand.i, e.id""",
+            (rows, spaces, hashes, prefixes, pair_rows, pair_terms),
+            binary=True,  # vectors as bytes, not as text to parse
         ).fetchall()
-        for rid, stored, cosine in rows:
-            theirs = set(stored)
-            union = mine | theirs
-            jaccard = 1.0 if not union else len(mine & theirs) / len(union)
-            if jaccard >= min_jaccard and (cosine is None or cosine >= min_cosine):
-                return int(rid)
-        return None
+        duplicates: dict[int, int] = {}
+        for i, rid, stored, embedding in got:
+            if i in duplicates:
+                continue
+            theirs = None if embedding is None else as_array(embedding)
+            if _similar(sets[i], set(stored), None if vectors is None else vectors[i], theirs, dedup):
+                duplicates[i] = int(rid)
+        return duplicates
 
     def knowledge(self, conn: Any, op: OpKnowledge) -> None:
         self._delete(conn, "knowledge", op.replaces)
         vectors = None if op.vectors is None else np.frombuffer(op.vectors, dtype=np.float32).reshape(len(op.docs), -1)
         rows = [
-            (d.id, knowledge_namespace(d.agent_id, d.user_id), d.timestamp, None, 0.5, document_text(d), encode(d),
+            (d.id, knowledge_namespace(d.agent_id, d.user_id), d.timestamp, None, 0.5,
+             terms_of(document_text(d), self._stem, self._stopwords), encode(d),
              {"agent_id": d.agent_id, "user_id": d.user_id, "source": d.source})
             for d in op.docs
         ]  # fmt: skip
@@ -249,8 +351,17 @@ class Writes:
         self._delete(conn, "fact_index", [entry])
         if op.value is not None:
             vector = None if op.vector is None else np.frombuffer(op.vector, dtype=np.float32)[None, :]
-            row = (entry, f"{op.agent_id}/{op.user_id}", op.at, None, 0.5, fact_text(op.key, op.value),
-                   op.key.encode("utf-8"), {"key": op.key})  # fmt: skip
+            terms = terms_of(fact_text(op.key, op.value), self._stem, self._stopwords)
+            row = (
+                entry,
+                f"{op.agent_id}/{op.user_id}",
+                op.at,
+                None,
+                0.5,
+                terms,
+                op.key.encode("utf-8"),
+                {"key": op.key},
+            )
             self._insert(conn, "fact_index", [row], vector)
 
     def alias(self, conn: Any, op: OpAlias) -> None:
