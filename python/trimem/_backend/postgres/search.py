@@ -70,7 +70,7 @@ def hybrid_statement(
     weights = policy_terms["weights"]
     params.update(
         use_ids=uses[0], use_a=uses[1], use_m=uses[2], use_at=uses[3],
-        coll=collection, terms=terms, window=window(k), k=k, k1=K1, b=B, min_cos=min_cosine,
+        coll=collection, terms=terms, k1=K1, b=B, min_cos=min_cosine,
         rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
         now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
         decay_weight=float(policy_terms["decay_weight"]), importance_weight=float(policy_terms["importance_weight"]),
@@ -100,9 +100,10 @@ def hybrid_statement(
                 "/ (m.tf + %(k1)s * (1 - %(b)s + %(b)s * m.dl / st.avgdl)))::float8 AS score "
                 "FROM {s}.{p} m JOIN df USING (term) CROSS JOIN st{join} "
                 "WHERE m.namespace = %(ns)s AND m.term = ANY(%(terms)s::text[]){where} "
-                "GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(window)s)"
+                "GROUP BY m.id ORDER BY score DESC, m.id LIMIT {window})"
             ).format(
                 s=s,
+                window=sql.Literal(window(k)),
                 p=postings,
                 join=sql.SQL(" JOIN {}.{} r ON r.namespace = m.namespace AND r.id = m.id").format(s, table)
                 if filtered
@@ -116,8 +117,8 @@ def hybrid_statement(
         ctes.append(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
-                "WHERE {where} AND r.embedding IS NOT NULL ORDER BY r.embedding <=> %(v)s LIMIT %(window)s)"
-            ).format(s=s, t=table, where=where_r)
+                "WHERE {where} AND r.embedding IS NOT NULL ORDER BY r.embedding <=> %(v)s LIMIT {window})"
+            ).format(s=s, t=table, where=where_r, window=sql.Literal(window(k)))
         )
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
@@ -159,8 +160,8 @@ def hybrid_statement(
         "mass.seen, mass.n_seen, (SELECT n FROM st) AS n "
         # a namespace with nothing in the collection (no documents; a new user's facts) is
         # answered by this one-time filter, before either leg runs
-        "FROM signals CROSS JOIN mass WHERE (SELECT n FROM st) > 0 ORDER BY score DESC, id LIMIT %(k)s"
-    ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table)
+        "FROM signals CROSS JOIN mass WHERE (SELECT n FROM st) > 0 ORDER BY score DESC, id LIMIT {k}"
+    ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table, k=sql.Literal(k))
     return body, params
 
 
