@@ -46,7 +46,7 @@ from trimem._backend.ops import (
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label
-from trimem._backend.postgres.writes import COPY_FROM, Writes, as_array, lock_key, terms_of
+from trimem._backend.postgres.writes import SMALL_BATCH, Writes, as_array, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
     DependencyError,
@@ -348,7 +348,7 @@ class PostgresBackend:
             duplicates: dict[int, int] = {}
             # a small write's statements go in one pipeline (a round trip for the duplicate
             # check, one for the rest and the commit); a large one copies its rows
-            small = all(len(getattr(op, "episodes", getattr(op, "docs", ()))) < COPY_FROM for op in ops)
+            small = all(len(getattr(op, "episodes", getattr(op, "docs", ()))) < SMALL_BATCH for op in ops)
             with self._conn(write=True, pipeline=small) as conn:
                 self._flush_touches(conn)
                 for op in ops:

@@ -5,7 +5,9 @@ reciprocal rank with the policy's decay and importance terms — the engine's fo
 (:mod:`trimem._core` ``fusion``), ranks from 1, equal scores sharing the better rank.
 
 Every statement is composed from fixed SQL and identifiers; every value (the request's terms
-included) is a parameter.
+included) is a parameter, but for the row limits: integers of our own, written into the SQL so
+that a prepared statement's one generic plan knows them (with ``LIMIT $n`` the planner prices a
+sort of every row above a walk of the HNSW index).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def hybrid_statement(
     use_bm25 = q.mode != "vector" and bool(terms)
     use_vector = q.mode != "bm25" and q.vector is not None
     k = 2 * q.k
+    limit = sql.Literal(window(k))
     where_r, params = _filters("r", q)
     weights = policy_terms["weights"]
     params.update(
@@ -103,7 +106,7 @@ def hybrid_statement(
                 "GROUP BY m.id ORDER BY score DESC, m.id LIMIT {window})"
             ).format(
                 s=s,
-                window=sql.Literal(window(k)),
+                window=limit,
                 p=postings,
                 join=sql.SQL(" JOIN {}.{} r ON r.namespace = m.namespace AND r.id = m.id").format(s, table)
                 if filtered
@@ -118,7 +121,7 @@ def hybrid_statement(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
                 "WHERE {where} AND r.embedding IS NOT NULL ORDER BY r.embedding <=> %(v)s LIMIT {window})"
-            ).format(s=s, t=table, where=where_r, window=sql.Literal(window(k)))
+            ).format(s=s, t=table, where=where_r, window=limit)
         )
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
@@ -148,8 +151,9 @@ def hybrid_statement(
         "SELECT r.id, c.bm25, c.bm25_rank, c.cosine, c.vector_rank, {stored} AS stored_cos, r.importance, "
         "r.accesses + coalesce(u.a, 0) AS accesses, r.mentions + coalesce(u.m, 0) AS mentions, "
         "greatest(r.last_access, u.at) AS last_access, r.payload, r.namespace, r.ts "
-        "FROM cand c JOIN {s}.{t} r ON r.namespace = %(ns)s AND r.id = c.id LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], "
-        "%(use_m)s::int[], %(use_at)s::bigint[]) AS u(id, a, m, at) ON u.id = c.id), "
+        "FROM cand c JOIN {s}.{t} r ON r.namespace = %(ns)s AND r.id = c.id "
+        "LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], %(use_m)s::int[], %(use_at)s::bigint[]) "
+        "AS u(id, a, m, at) ON u.id = c.id), "
         "signals AS (SELECT used.*, "
         "power(0.5, greatest(%(now)s - greatest(ts, last_access), 0)::float8 / %(half_life)s) AS decay, "
         "CASE WHEN importance >= 1 THEN importance::float8 ELSE least(1.0, importance "

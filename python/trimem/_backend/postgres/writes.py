@@ -8,7 +8,7 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from trimem.records import FactVersion, Mention, encode, indexed_time, search_te
 from trimem.scope import knowledge_namespace
 from trimem.text.keys import fact_text
 
-__all__ = ["COPY_FROM", "Writes", "as_array", "lock_key", "terms_of"]
+__all__ = ["SMALL_BATCH", "Writes", "as_array", "lock_key", "terms_of"]
 
 
 def terms_of(text: str, stem: bool, stopwords: bool) -> list[str]:
@@ -53,6 +53,15 @@ def _prefix(terms: set[str], min_jaccard: float) -> int:
     if not terms:
         return 0
     return len(terms) - max(1, math.ceil(min_jaccard * len(terms) - 1e-9)) + 1
+
+
+class _New(NamedTuple):
+    """A retained episode as the duplicate check reads it."""
+
+    ns: str
+    terms: list[str]  # in order, as indexed
+    words: set[str]
+    exact: bytes  # hash of the token sequence
 
 
 class _Kept:
@@ -88,9 +97,10 @@ _DF_CAP = 64
 the rare ones are told apart exactly, the common ones (never asked for) cost no more than this."""
 
 
-COPY_FROM = 32
-"""Records written with a binary COPY from this many on; fewer are inserted with statements,
-which a pipeline sends with the rest of their transaction (a COPY is a round trip of its own)."""
+SMALL_BATCH = 32
+"""Below this many records a write is small: its statements go in one pipeline (inserts, not a
+COPY, which is a round trip of its own), and its duplicate check asks the postings which of its
+terms are rare (a large batch's own term counts are guess enough)."""
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -128,11 +138,9 @@ class Writes:
             return
         extra = list(rows[0][7])
         cols = ["id", "namespace", "ts", "session", "importance", "dl", "terms", "payload", *extra]
-        types = ["int8", "text", "int8", "text", "float4", "int4", "text[]", "bytea", *(_TYPES[c] for c in extra)]
         with_vectors = vectors is not None and self._dim > 0
         if with_vectors:
             cols.append("embedding")
-            types.append("vector")
         grown: Counter[str] = Counter()
         docs: Counter[str] = Counter()
         postings: list[tuple[str, str, int, int, int]] = []
@@ -146,7 +154,7 @@ class Writes:
             postings.extend((ns, t, rid, c, len(terms)) for t, c in Counter(terms).items())
             grown[ns] += len(terms)
             docs[ns] += 1
-        if len(rows) < COPY_FROM:  # statements a pipeline can carry, no round trip of their own
+        if conn.pgconn.pipeline_status:  # a COPY cannot go in a pipeline; statements can
             with conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO {self._t(table)} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
@@ -160,9 +168,10 @@ class Writes:
                     (ns_, term_, id_, tf_, dl_),
                 )
         else:
+            types = ["int8", "text", "int8", "text", "float4", "int4", "text[]", "bytea", *(_TYPES[c] for c in extra)]
             with conn.cursor() as cur:
                 with cur.copy(f"COPY {self._t(table)} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)") as copy:
-                    copy.set_types(types)
+                    copy.set_types([*types, "vector"] if with_vectors else types)
                     for values in records:
                         copy.write_row(values)
                 if postings:
@@ -208,32 +217,32 @@ class Writes:
         eps = op.episodes
         vectors = None if op.vectors is None else np.frombuffer(op.vectors, dtype=np.float32).reshape(len(eps), -1)
         duplicates: dict[int, int] = {}
-        found: list[tuple[str, list[str], bytes]] = []  # per episode: namespace, terms, exact hash
+        found: list[_New] = []
         for e in eps:
             terms = terms_of(search_text(e), self._stem, self._stopwords)
-            found.append((f"{e.agent_id}/{e.user_id}", terms, hashlib.blake2b("\x1f".join(terms).encode("utf-8"),
-                                                                             digest_size=16).digest()))  # fmt: skip
+            exact = hashlib.blake2b("\x1f".join(terms).encode("utf-8"), digest_size=16).digest()
+            found.append(_New(f"{e.agent_id}/{e.user_id}", terms, set(terms), exact))
         stored: dict[int, int] = {}
         if op.dedup is not None:  # the duplicate check and the insert, atomic per namespace
-            for key in sorted({lock_key(self._schema, "retain", ns) for ns, _, _ in found}):
+            for key in sorted({lock_key(self._schema, "retain", seen.ns) for seen in found}):
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
             stored = self._stored_duplicates(conn, found, vectors, op.dedup)
         rows: list[tuple[int, str, int, str | None, float, list[str], bytes, dict[str, Any]]] = []
         kept: list[int] = []  # positions of the rows inserted
         batch: dict[str, _Kept] = {}  # this op's rows, by namespace
-        for i, e in enumerate(eps):
-            ns, terms, exact = found[i]
+        for i, (e, seen) in enumerate(zip(eps, found, strict=True)):
             vector = None if vectors is None else vectors[i]
             if op.dedup is not None:
-                kept_here = batch.setdefault(ns, _Kept())
-                dup = kept_here.near(set(terms), exact, vector, op.dedup)
+                kept_here = batch.setdefault(seen.ns, _Kept())
+                dup = kept_here.near(seen.words, seen.exact, vector, op.dedup)
                 if dup is None:
                     dup = stored.get(i)
                 if dup is not None:
                     duplicates[e.id] = dup
                     continue
-                kept_here.add(e.id, set(terms), exact, vector)
-            rows.append((e.id, ns, indexed_time(e), e.session_id, e.importance, terms, encode(e), {"exact": exact}))
+                kept_here.add(e.id, seen.words, seen.exact, vector)
+            rows.append((e.id, seen.ns, indexed_time(e), e.session_id, e.importance, seen.terms, encode(e),
+                         {"exact": seen.exact}))  # fmt: skip
             kept.append(i)
         self._insert(conn, "episodes", rows, None if vectors is None else vectors[kept])
         by_id = {e.id: e for e in eps}
@@ -253,11 +262,11 @@ class Writes:
     def _stored_duplicates(
         self,
         conn: Any,
-        found: list[tuple[str, list[str], bytes]],
+        found: list[_New],
         vectors: np.ndarray | None,
         dedup: tuple[float, float],
     ) -> dict[int, int]:
-        """For each new episode (namespace, terms, exact hash) the first stored episode of its
+        """For each new episode (by its position in `found`) the first stored episode of its
         namespace it near-duplicates — the same token sequence, or token sets overlapping by
         ``min_jaccard`` with, when both have vectors, a cosine of at least ``min_cosine`` — in
         one statement for the whole batch.
@@ -266,26 +275,20 @@ class Writes:
         filtering: a set overlapping by ``min_jaccard`` shares at least ``need`` of the new
         episode's terms, so it holds one of any ``len - need + 1`` of them (:func:`_prefix`); the
         rarest are asked for, whose postings are short however large the namespace grows."""
-        rows: list[int] = []
-        spaces: list[str] = []
-        hashes: list[bytes] = []
-        prefixes: list[int] = []
         pair_rows: list[int] = []
         pair_terms: list[str] = []
-        sets = [set(terms) for _, terms, _ in found]
         # a large batch ranks its terms by how often the batch itself uses them (a fair guess of
         # the stored ones, asked of no index); a small one asks the postings (a few lookups)
-        ask = len(found) < COPY_FROM
-        in_batch = Counter((ns, t) for (ns, _, _), mine in zip(found, sets, strict=True) for t in mine)
-        for i, ((ns, _, exact), mine) in enumerate(zip(found, sets, strict=True)):
-            p = _prefix(mine, dedup[0])
-            chosen = sorted(mine) if ask else sorted(mine, key=lambda t: (in_batch[ns, t], t))[:p]
-            rows.append(i)
-            spaces.append(ns)
-            hashes.append(exact)
-            prefixes.append(p)
-            pair_rows.extend([i] * len(chosen))
-            pair_terms.extend(chosen)
+        ask = len(found) < SMALL_BATCH
+        in_batch = Counter((new.ns, t) for new in found for t in new.words)
+        for i, new in enumerate(found):
+            ns = new.ns
+            if ask:  # every term: the statement ranks them
+                terms = sorted(new.words)
+            else:
+                terms = sorted(new.words, key=lambda t: (in_batch[ns, t], t))[: _prefix(new.words, dedup[0])]
+            pair_rows.extend([i] * len(terms))
+            pair_terms.extend(terms)
         postings = self._t("episodes_terms")
         ranked = (
             f"""df AS (SELECT d.ns, d.term, (SELECT count(*) FROM (SELECT FROM {postings} t
@@ -307,7 +310,14 @@ class Writes:
                      ON e.namespace = b.ns AND e.exact = b.exact)
             SELECT cand.i, e.id, e.terms, {"e.embedding" if self._dim else "NULL::bytea"} FROM cand
             JOIN {self._t("episodes")} e ON e.namespace = cand.ns AND e.id = cand.id ORDER BY cand.i, e.id""",
-            (rows, spaces, hashes, prefixes, pair_rows, pair_terms),
+            (
+                list(range(len(found))),
+                [new.ns for new in found],
+                [new.exact for new in found],
+                [_prefix(new.words, dedup[0]) for new in found],
+                pair_rows,
+                pair_terms,
+            ),
             binary=True,  # vectors as bytes, not as text to parse
         ).fetchall()
         duplicates: dict[int, int] = {}
@@ -315,7 +325,7 @@ class Writes:
             if i in duplicates:
                 continue
             theirs = None if embedding is None else as_array(embedding)
-            if _similar(sets[i], set(stored), None if vectors is None else vectors[i], theirs, dedup):
+            if _similar(found[i].words, set(stored), None if vectors is None else vectors[i], theirs, dedup):
                 duplicates[i] = int(rid)
         return duplicates
 
