@@ -181,9 +181,10 @@ def test_gate_fails_on_a_1_5x_slowdown(
         rf"([0-9.]+) \(measured [0-9.]+, then [0-9.]+; quiet-run ratio [0-9.]+; kernel {re.escape(th.kernel)};",
         err,
     )
-    # The vector ratio must fail (the hybrid one usually does too; its build-to-build spread is
-    # wider, so the test does not insist on it).
-    assert VECTOR in [label for label, _, _ in failed], err
+    # At least one ratio fails in both measurements, and each failure is reported against its own
+    # threshold. (Which one is left to noise: on a shared 2-core machine either ratio's second
+    # measurement can dip under its threshold while the other stays over.)
+    assert failed and {label for label, _, _ in failed} <= {VECTOR, HYBRID}, err
     for label, value, limit in failed:
         assert float(limit) == pytest.approx(th.limit[label], abs=5e-4) and float(value) > th.limit[label]
     assert f"perf gate: FAILED ({len(failed)} of 2 ratios, kernel {th.kernel})" in err
