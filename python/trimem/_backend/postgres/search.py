@@ -12,16 +12,14 @@ sort of every row above a walk of the HNSW index).
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 from psycopg import sql
 
 from trimem._backend import Query, confident
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["K1", "B", "Candidate", "hybrid_statement", "label", "window"]
 
@@ -37,16 +35,13 @@ def window(k: int) -> int:
     return max(50, 5 * k)
 
 
-def _filters(alias: str, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
+def _filters(alias: str, *, time_range: bool, session: bool) -> sql.Composable:
     parts: list[sql.Composable] = [sql.SQL("{}.namespace = %(ns)s").format(sql.Identifier(alias))]
-    params: dict[str, Any] = {"ns": q.namespace}
-    if q.time_range is not None:
+    if time_range:
         parts.append(sql.SQL("{a}.ts >= %(lo)s AND {a}.ts < %(hi)s").format(a=sql.Identifier(alias)))
-        params["lo"], params["hi"] = q.time_range
-    if q.session is not None:
+    if session:
         parts.append(sql.SQL("{}.session = %(session)s").format(sql.Identifier(alias)))
-        params["session"] = q.session
-    return sql.SQL(" AND ").join(parts), params
+    return sql.SQL(" AND ").join(parts)
 
 
 def hybrid_statement(
@@ -58,27 +53,45 @@ def hybrid_statement(
     *,
     min_cosine: float,
     uses: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], []),
-) -> tuple[sql.Composed, dict[str, Any]]:
+) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters: one row per fused candidate, best first (at most twice
     ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms.
     `uses` are use counts not yet written (ids, accesses, mentions, last use): the ranking
     counts them as the embedded engine counts a use at once."""
-    s, table = sql.Identifier(schema), sql.Identifier(collection)
-    postings = sql.Identifier(f"{collection}_terms")
     use_bm25 = q.mode != "vector" and bool(terms)
     use_vector = q.mode != "bm25" and q.vector is not None
-    k = 2 * q.k
-    limit = sql.Literal(window(k))
-    where_r, params = _filters("r", q)
     weights = policy_terms["weights"]
-    params.update(
-        use_ids=uses[0], use_a=uses[1], use_m=uses[2], use_at=uses[3],
+    params: dict[str, Any] = dict(
+        ns=q.namespace, use_ids=uses[0], use_a=uses[1], use_m=uses[2], use_at=uses[3],
         coll=collection, terms=terms, k1=K1, b=B, min_cos=min_cosine,
         rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
         now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
         decay_weight=float(policy_terms["decay_weight"]), importance_weight=float(policy_terms["importance_weight"]),
         step=float(policy_terms["reinforce_step"]), cap=float(policy_terms["reinforce_cap"]),
     )  # fmt: skip
+    if q.time_range is not None:
+        params["lo"], params["hi"] = q.time_range
+    if q.session is not None:
+        params["session"] = q.session
+    if use_vector:
+        params["v"] = np.asarray(q.vector, dtype=np.float32)
+    text = _statement(
+        schema, collection, 2 * q.k, use_bm25=use_bm25, use_vector=use_vector,
+        time_range=q.time_range is not None, session=q.session is not None,
+    )  # fmt: skip
+    return text, params
+
+
+@functools.lru_cache(maxsize=256)
+def _statement(
+    schema: str, collection: str, k: int, *, use_bm25: bool, use_vector: bool, time_range: bool, session: bool
+) -> str:
+    """The statement's text for one shape of request: composed once, so a search pays neither
+    the composition nor psycopg's conversion of a new text (it caches the conversion by text)."""
+    s, table = sql.Identifier(schema), sql.Identifier(collection)
+    postings = sql.Identifier(f"{collection}_terms")
+    limit = sql.Literal(window(k))
+    where_r = _filters("r", time_range=time_range, session=session)
     ctes: list[sql.Composable] = [
         sql.SQL(
             "st AS (SELECT coalesce(max(n_docs), 0)::float8 AS n, "
@@ -96,7 +109,7 @@ def hybrid_statement(
     ]
     if use_bm25:
         # the postings hold the namespace; the record is read only for a time or session filter
-        filtered = q.time_range is not None or q.session is not None
+        filtered = time_range or session
         ctes.append(
             sql.SQL(
                 "bm AS (SELECT m.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf "
@@ -116,7 +129,6 @@ def hybrid_statement(
         )
         ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
     if use_vector:
-        params["v"] = np.asarray(q.vector, dtype=np.float32)
         ctes.append(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
@@ -166,7 +178,7 @@ def hybrid_statement(
         # answered by this one-time filter, before either leg runs
         "FROM signals CROSS JOIN mass WHERE (SELECT n FROM st) > 0 ORDER BY score DESC, id LIMIT {k}"
     ).format(ctes=sql.SQL(", ").join(ctes), stored=stored_cos, s=s, t=table, k=sql.Literal(k))
-    return body, params
+    return body.as_string(None)
 
 
 class Candidate:
