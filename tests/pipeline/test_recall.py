@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
+
+import pytest
 
 from trimem import Memory
 
@@ -44,3 +47,77 @@ def test_render_sections_and_budget() -> None:
     tight = b.render(max_tokens=40, counter=estimate_tokens)
     assert "database: PostgreSQL" in tight and "Recalled events" not in tight
     assert estimate_tokens(tight) <= 40
+
+
+def _overlapping(mem: Memory, monkeypatch: Any, on: bool) -> None:
+    """Makes this memory's backend say whether its reads may overlap (PostgreSQL's do)."""
+    monkeypatch.setattr(type(mem._backend), "concurrent_reads", property(lambda self: on))
+
+
+def test_overlapped_reads_give_the_same_bundle(monkeypatch: Any) -> None:
+    """On a backend whose reads overlap, the episode and knowledge searches run while the facts
+    are read: the bundle is the one the reads in turn give, including the fact sources put first
+    and a time range's fallback to other times."""
+    mem = Memory(embedder="hashing")
+    mem.retain(
+        "We decided on PostgreSQL as the main database", user_id="u1", timestamp=datetime(2026, 11, 1, tzinfo=UTC)
+    )
+    for i in range(12):
+        mem.retain(
+            f"the billing job {i} ran on the staging cluster",
+            user_id="u1",
+            timestamp=datetime(2026, 10, i + 1, tzinfo=UTC),
+        )
+    mem.facts.set("database", "PostgreSQL", user_id="u1", source=[1])
+    mem.knowledge.add("Billing runbook: restart the billing job with make restart")
+    mem.knowledge.add("Private note on the staging cluster", user_id="u1")
+
+    def shown(on: bool) -> list[tuple[object, ...]]:
+        _overlapping(mem, monkeypatch, on)
+        out = []
+        for q in ("connect to the database we decided on", "billing job on staging", "what ran last week on staging"):
+            b = mem.recall(q, user_id="u1", now=NOW, touch=False)
+            out.append((
+                [f.key for f in b.profile],
+                [(r.episode.id, r.scored.weak, r.via_fact) for r in b.episodes],
+                [r.doc.id for r in b.knowledge],
+                b.render(max_tokens=400),
+            ))  # fmt: skip
+        return out
+
+    sequential = shown(False)
+    assert sequential[0][1][0][2] == "database" and sequential[1][2]  # a fact source first; knowledge found
+    assert shown(True) == sequential
+
+
+def test_a_failed_recall_leaves_no_read_in_flight(monkeypatch: Any) -> None:
+    """When reading the facts fails, the recall raises that error only after the searches it
+    started have finished (none is left running against a memory that may be closed next)."""
+    import threading
+    import time
+
+    from trimem.layers.episodic import EpisodicMemory
+    from trimem.layers.semantic import Facts
+
+    mem = Memory(embedder="hashing")
+    mem.retain("the billing job ran on staging", user_id="u1")
+    _overlapping(mem, monkeypatch, True)
+    finished = threading.Event()
+    search = EpisodicMemory.search
+
+    def slow_search(self: EpisodicMemory, *a: Any, **kw: Any) -> Any:
+        time.sleep(0.2)
+        try:
+            return search(self, *a, **kw)
+        finally:
+            finished.set()
+
+    def broken(*a: Any, **kw: Any) -> Any:
+        raise RuntimeError("facts unreadable")
+
+    monkeypatch.setattr(EpisodicMemory, "search", slow_search)
+    monkeypatch.setattr(Facts, "search", broken)
+    with pytest.raises(RuntimeError, match="facts unreadable"):
+        mem.recall("billing job", user_id="u1", now=NOW)
+    assert finished.is_set()
+    mem.close()

@@ -159,6 +159,12 @@ class Backend(Protocol):
         """Width of episode and document vectors (0: keywords only)."""
         ...
 
+    @property
+    def concurrent_reads(self) -> bool:
+        """Whether searches from several threads run at once (each on its own connection to a
+        server), so a recall gains by overlapping its episode search with its other reads."""
+        ...
+
     # -- writes -----------------------------------------------------------------------------------
 
     def reserve_ids(self, n: int) -> int:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 import numpy as np
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Recall", "Reranker", "covers", "reranked"]
 Reranker = Callable[[str, list[str]], Sequence[float]]
+T = TypeVar("T")
 
 
 class Recall:
@@ -137,13 +139,23 @@ class Recall:
         # manner carry meaning for it); one that does not gets the keyword reading
         vector = self._embed.query(query if self._embed.vouches(query) else text)
         t2 = time.perf_counter()
-        profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
-                                         cutoff=cutoff)  # fmt: skip
-        t3 = time.perf_counter()
         depth = k * rerank_depth if rerank is not None else k
         search = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id, k=depth,
                                    session_id=session_id if same_session else None, vector=vector, now=at)  # fmt: skip
-        episodes = search(time_range=time_range)
+        find_knowledge = functools.partial(self._knowledge.search, text, agent_id=agent_id, user_id=user_id,
+                                           k=k_knowledge, vector=vector, now=at, before=cutoff)  # fmt: skip
+        # On a server the episode and knowledge searches run while the facts are read.
+        overlap = self._backend.concurrent_reads
+        episodes_of = _later(overlap, search, time_range=time_range)
+        knowledge_of = _later(overlap, find_knowledge)
+        try:
+            profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
+                                             cutoff=cutoff)  # fmt: skip
+        except BaseException:
+            _settle(episodes_of, knowledge_of)
+            raise
+        t3 = time.perf_counter()
+        episodes = episodes_of()
         if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
             wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))
             episodes += _outside(episodes, wider, depth - len(episodes))
@@ -151,9 +163,7 @@ class Recall:
             episodes = reranked(rerank, query, episodes, k)
         episodes = self._with_fact_sources(episodes, profile, intent, k, namespace)
         t4 = time.perf_counter()
-        knowledge = self._knowledge.search(
-            text, agent_id=agent_id, user_id=user_id, k=k_knowledge, vector=vector, now=at, before=cutoff
-        )
+        knowledge = knowledge_of()
         t5 = time.perf_counter()
         if touch and (episodes or knowledge):
             self._backend.touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
@@ -246,6 +256,29 @@ def _outside(inside: list[RecalledEpisode], found: list[RecalledEpisode], room: 
         for r in found
         if r.episode.id not in seen
     ][:room]
+
+
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    """The process's threads for reads a recall overlaps (made on first use)."""
+    return ThreadPoolExecutor(thread_name_prefix="trimem-recall")
+
+
+def _later(overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Callable[[], T]:
+    """``fn(*args, **kwargs)``'s result when asked for: started now on a reader thread when
+    `overlap`, else run when asked."""
+    if not overlap:
+        return functools.partial(fn, *args, **kwargs)
+    return _readers().submit(fn, *args, **kwargs).result
+
+
+def _settle(*results: Callable[[], object]) -> None:
+    """Waits for started reads, whatever they raise: a failed recall leaves none in flight."""
+    for result in results:
+        try:
+            result()
+        except Exception:  # the recall's own error is the one raised
+            pass
 
 
 def _ms(a: float, b: float) -> float:

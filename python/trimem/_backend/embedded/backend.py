@@ -177,6 +177,10 @@ class EmbeddedBackend:
         return self._lock
 
     @property
+    def concurrent_reads(self) -> bool:
+        return False  # the engine's searches take microseconds: a thread hand-off would cost more
+
+    @property
     def dim(self) -> int:
         return self._dim
 

@@ -312,6 +312,10 @@ class PostgresBackend:
             raise StoreIOError(errno.EIO, f"PostgreSQL (advisory lock): {e}") from e
 
     @property
+    def concurrent_reads(self) -> bool:
+        return True
+
+    @property
     def dim(self) -> int:
         return self._dim
 
@@ -622,17 +626,21 @@ class PostgresBackend:
         return [(a, u, k, versions, pinned) for (a, u, k), (versions, pinned) in self._versions("true", ()).items()]
 
     def aliases(self) -> dict[str, list[str]]:
+        # one round trip (every recall reads them): the key names first, then the alias rows
         with self._conn() as conn:
-            names = [r[0] for r in conn.execute(f"SELECT key FROM {self._t('key_names')} ORDER BY key").fetchall()]
-        return alias_view(names, self.alias_table())
+            rows = conn.execute(
+                f"SELECT NULL::text AS word, key, 0 AS seq FROM {self._t('key_names')} UNION ALL "
+                f"SELECT word, key, seq FROM {self._t('aliases')} ORDER BY word NULLS FIRST, seq, key"
+            ).fetchall()
+        return alias_view(
+            [k for w, k, _ in rows if w is None], _alias_rows([(w, k) for w, k, _ in rows if w is not None])
+        )
 
     def alias_table(self) -> dict[str, list[str]]:
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT word, key FROM {self._t('aliases')} ORDER BY word, seq").fetchall()
-        out: dict[str, list[str]] = {}
-        for w, k in rows:
-            out.setdefault(w, []).append(k)
-        return out
+            return _alias_rows(
+                conn.execute(f"SELECT word, key FROM {self._t('aliases')} ORDER BY word, seq").fetchall()
+            )
 
     # -- protocol: lifecycle bookkeeping ----------------------------------------------------------
 
@@ -724,6 +732,13 @@ class PostgresBackend:
             finally:
                 self._release()
                 self._pool = None
+
+
+def _alias_rows(rows: list[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for word, key in rows:
+        out.setdefault(word, []).append(key)
+    return out
 
 
 def _scored(row: tuple[Any, ...], policy: Policy, *, weak: bool) -> Scored:
