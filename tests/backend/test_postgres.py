@@ -298,6 +298,67 @@ def test_a_search_reads_one_partition(pg_dsn: str, pg_schema: str) -> None:
     assert len(touched) == 1, plan
 
 
+def test_a_short_period_is_searched_exactly_by_a_prepared_plan_and_a_long_one_through_the_graph(
+    pg_dsn: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time-filtered vector search first counts the period's rows (as far as EXACT_SPAN): a
+    short period is searched exactly (every row of it compared, no HNSW scan in the plan) by a
+    statement kept prepared; a long one walks the graph, planned for its values."""
+    import psycopg
+
+    from trimem._backend.postgres import search
+
+    monkeypatch.setattr(search, "EXACT_SPAN", 20)
+    search.span_statement.cache_clear()
+    b = _open(pg_dsn, pg_schema)
+    rng = np.random.default_rng(7)
+    n = 60
+    first = b.reserve_ids(n)
+    eps = [Episode(id=first + i, agent_id="a", user_id="u", text=f"entry {i} tag{i}", timestamp=1_000 + i)
+           for i in range(n)]  # fmt: skip
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    b.write([OpRetain(episodes=eps, vectors=vectors.tobytes())])
+    seen: list[tuple[str, object, dict[str, object]]] = []
+    original = psycopg.Cursor.execute
+
+    def spy(self: psycopg.Cursor, query: object, params: object = None, **kw: object) -> object:
+        seen.append((str(query), params, kw))
+        return original(self, query, params, **kw)  # type: ignore[arg-type]
+
+    v = rng.standard_normal(DIM).astype(np.float32)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit @ (v / np.linalg.norm(v))
+
+    def search_in(lo: int, hi: int) -> tuple[list[int], str, dict[str, object]]:
+        seen.clear()
+        query = Query(text="", vector=v, namespace="a/u", k=5, floors=FLOORS, now=10_000, mode="vector",
+                      time_range=(1_000 + lo, 1_000 + hi))  # fmt: skip
+        psycopg.Cursor.execute = spy  # type: ignore[method-assign]
+        try:
+            found = [r.episode.id - first for r in b.search_episodes(query, POLICY)]
+        finally:
+            psycopg.Cursor.execute = original  # type: ignore[method-assign]
+        (text, params, kw) = next(s for s in seen if "WITH st" in s[0])
+        with b._conn() as conn:
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + text, params))  # type: ignore[operator]
+        exact = "<=> %(v)s) + 0" in text  # ordered by an expression no HNSW index serves
+        return found, plan if exact else plan + "\n(graph order)", kw
+
+    try:
+        found, plan, kw = search_in(10, 25)  # 15 rows: short
+        assert "hnsw" not in plan and "graph order" not in plan and "namespace_ts" in plan, plan
+        assert kw.get("prepare") is not False  # kept prepared: one plan, no planning per search
+        assert set(found) <= set(range(10, 25)) and len(found) == 5
+        best = sorted(range(10, 25), key=lambda i: -cosines[i])
+        assert found[0] == best[0]  # the nearest row of the period leads the vector-only ranking
+        found, plan, kw = search_in(5, 50)  # 45 rows: long
+        assert kw.get("prepare") is False and "graph order" in plan  # planned for the period it asks for
+        assert set(found) <= set(range(5, 50)) and len(found) == 5
+    finally:
+        b.close()
+        search.span_statement.cache_clear()
+
+
 @pytest.mark.parametrize("n_probes", [40, 10], ids=["copied batch", "small batch"])
 def test_the_duplicate_check_finds_what_a_scan_of_every_stored_episode_finds(
     pg_dsn: str, pg_schema: str, n_probes: int

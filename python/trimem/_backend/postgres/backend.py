@@ -45,7 +45,7 @@ from trimem._backend.ops import (
     OpWorking,
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
-from trimem._backend.postgres.search import Candidate, hybrid_statement, label
+from trimem._backend.postgres.search import Candidate, hybrid_statement, label, span_statement
 from trimem._backend.postgres.writes import SMALL_BATCH, Writes, as_array, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
@@ -465,17 +465,28 @@ class PostgresBackend:
         pending = sorted((rid, c) for (t, rid), c in self._pending.items() if t == table)
         uses = ([r for r, _ in pending], [c[0] for _, c in pending], [c[1] for _, c in pending],
                 [c[2] for _, c in pending])  # fmt: skip
-        statement, params = hybrid_statement(
-            self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine, uses=uses
-        )
-        # a statement run often is prepared with one generic plan (no planning per search); one
-        # filtered by time or session is planned for its values, whose selectivity picks the scan
-        custom = q.time_range is not None or q.session is not None
         with self._conn() as conn:
+            # a statement run often is prepared with one generic plan (no planning per search); a
+            # short period is searched exactly by such a statement; a long one, or a session, is
+            # planned for its values, whose selectivity picks the scan
+            exact = self._short_period(conn, table, q)
+            statement, params = hybrid_statement(
+                self._schema, table, q, terms, policy_terms, min_cosine=-1.0 if every_fact else q.floors.cosine,
+                uses=uses, exact=exact,
+            )  # fmt: skip
+            custom = (q.time_range is not None or q.session is not None) and not exact
             rows = conn.execute(statement, params, prepare=False if custom else None).fetchall()
         weak = label(rows, q, len(terms), every_fact=every_fact)
         order = [i for i, w in enumerate(weak) if not w] + [i for i, w in enumerate(weak) if w]
         return [(rows[i], _scored(rows[i], policy, weak=weak[i])) for i in order[: q.k]]
+
+    def _short_period(self, conn: Any, table: str, q: Query) -> bool:
+        """Whether the request's vector leg is over a period holding few of the tenant's rows."""
+        if q.time_range is None or q.session is not None or q.vector is None or q.mode == "bm25":
+            return False
+        lo, hi = q.time_range
+        return bool(conn.execute(span_statement(self._schema, table), {"ns": q.namespace, "lo": lo, "hi": hi})
+                    .fetchone()[0])  # fmt: skip
 
     def search_episodes(self, query: Query, policy: Policy) -> list[RecalledEpisode]:
         return [RecalledEpisode(_episode.decode(r[Candidate.PAYLOAD]), s)

@@ -21,13 +21,18 @@ from psycopg import sql
 
 from trimem._backend import Query, confident
 
-__all__ = ["K1", "B", "Candidate", "hybrid_statement", "label", "window"]
+__all__ = ["EXACT_SPAN", "K1", "B", "Candidate", "hybrid_statement", "label", "span_statement", "window"]
 
 K1: Final = 1.2
 B: Final = 0.75
 MAX_TERM_CHARS: Final = 200
 """A term is cut to this length where it is stored and where it is asked for (a B-tree entry
 has a size limit; a token this long is no word)."""
+
+
+EXACT_SPAN: Final = 2000
+"""A time-filtered vector search compares every row of the period when it holds at most this
+many of the tenant's rows (cheaper than a filtered graph walk, and exact), else walks the graph."""
 
 
 def window(k: int) -> int:
@@ -53,11 +58,13 @@ def hybrid_statement(
     *,
     min_cosine: float,
     uses: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], []),
+    exact: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters: one row per fused candidate, best first (at most twice
     ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms.
     `uses` are use counts not yet written (ids, accesses, mentions, last use): the ranking
-    counts them as the embedded engine counts a use at once."""
+    counts them as the embedded engine counts a use at once. `exact`: the vector leg compares
+    every row the filters keep instead of walking the HNSW graph (see :func:`span_statement`)."""
     use_bm25 = q.mode != "vector" and bool(terms)
     use_vector = q.mode != "bm25" and q.vector is not None
     weights = policy_terms["weights"]
@@ -77,14 +84,38 @@ def hybrid_statement(
         params["v"] = np.asarray(q.vector, dtype=np.float32)
     text = _statement(
         schema, collection, 2 * q.k, use_bm25=use_bm25, use_vector=use_vector,
-        time_range=q.time_range is not None, session=q.session is not None,
+        time_range=q.time_range is not None, session=q.session is not None, exact=exact and use_vector,
     )  # fmt: skip
     return text, params
 
 
+@functools.lru_cache(maxsize=64)
+def span_statement(schema: str, collection: str) -> str:
+    """Whether a period holds at most :data:`EXACT_SPAN` of a tenant's rows (parameters ``ns``,
+    ``lo``, ``hi``), counted on the (namespace, ts) index no further than that. Such a period is
+    searched exactly, by a statement whose one prepared plan reads the rows through that index;
+    a longer one is planned for its values, which walks the HNSW graph with the filter inside."""
+    return (
+        sql.SQL(
+            "SELECT count(*) <= {few} FROM (SELECT FROM {s}.{t} r WHERE r.namespace = %(ns)s "
+            "AND r.ts >= %(lo)s AND r.ts < %(hi)s LIMIT {few} + 1) rows"
+        )
+        .format(s=sql.Identifier(schema), t=sql.Identifier(collection), few=sql.Literal(EXACT_SPAN))
+        .as_string(None)
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _statement(
-    schema: str, collection: str, k: int, *, use_bm25: bool, use_vector: bool, time_range: bool, session: bool
+    schema: str,
+    collection: str,
+    k: int,
+    *,
+    use_bm25: bool,
+    use_vector: bool,
+    time_range: bool,
+    session: bool,
+    exact: bool,
 ) -> str:
     """The statement's text for one shape of request: composed once, so a search pays neither
     the composition nor psycopg's conversion of a new text (it caches the conversion by text)."""
@@ -129,12 +160,16 @@ def _statement(
         )
         ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
     if use_vector:
+        # exact: every row the filter keeps is compared (the added zero keeps the planner off the
+        # HNSW index); else the graph is walked with the filter inside the walk
+        order = sql.SQL("(r.embedding <=> %(v)s) + 0" if exact else "r.embedding <=> %(v)s")
         ctes.append(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
-                "WHERE {where} AND r.embedding IS NOT NULL ORDER BY r.embedding <=> %(v)s LIMIT {window})"
-            ).format(s=s, t=table, where=where_r, window=limit)
+                "WHERE {where} AND r.embedding IS NOT NULL ORDER BY {order} LIMIT {window})"
+            ).format(s=s, t=table, where=where_r, order=order, window=limit)
         )
+    if use_vector:
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
         )
