@@ -359,6 +359,60 @@ def test_a_short_period_is_searched_exactly_by_a_prepared_plan_and_a_long_one_th
         search.span_statement.cache_clear()
 
 
+def test_a_single_retain_decides_duplicates_as_a_scan_of_every_stored_episode_does(pg_dsn: str, pg_schema: str) -> None:
+    """Episodes written one at a time (a small write's pipeline, the rarest terms' postings
+    asked for): the oracle compares each with every stored episode by token-set overlap and,
+    where both have vectors, cosine (a zero vector's undefined cosine vetoes nothing); a
+    duplicate reinforces the stored one and leaves a mention."""
+    from trimem._core import tokenize
+
+    def similar(mine: set[str], theirs: set[str], v: np.ndarray, w: np.ndarray) -> bool:  # the rule, from scratch
+        overlap = len(mine & theirs) / len(mine | theirs)
+        norms = float(np.sqrt((v.astype(np.float64) ** 2).sum() * (w.astype(np.float64) ** 2).sum()))
+        return overlap >= 0.8 and (norms == 0 or float(v.astype(np.float64) @ w) / norms >= 0.9)
+
+    rng = np.random.default_rng(11)
+    common = ["service", "deploy", "port", "error", "user", "cache"]
+    rare = [f"w{i}" for i in range(40)]
+
+    def text() -> str:
+        return " ".join(list(rng.choice(common, 4, replace=False)) + list(rng.choice(rare, int(rng.integers(2, 6)))))
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    b = _open(pg_dsn, pg_schema)
+    base_texts = [text() for _ in range(120)]
+    base_vectors = np.stack([unit(rng.standard_normal(DIM)) for _ in base_texts])
+    base_vectors[5] = 0.0  # a zero vector: its cosine is undefined and does not veto
+    first = b.reserve_ids(len(base_texts))
+    eps = [Episode(id=first + i, agent_id="a", user_id="u", text=t, timestamp=1_000 + i)
+           for i, t in enumerate(base_texts)]  # fmt: skip
+    b.write([OpRetain(episodes=eps, vectors=base_vectors.tobytes())])
+    stored = {e.id: (set(tokenize(e.text, stem=False, stopwords=False)), base_vectors[i]) for i, e in enumerate(eps)}
+    expected: dict[int, int] = {}
+    got: dict[int, int] = {}
+    for j in range(40):
+        i = 5 if j == 0 else int(rng.integers(0, len(base_texts)))  # first: the zero vector's copy
+        kind = j % 4
+        t = base_texts[i] + (" w3" if kind == 1 else "") if kind < 3 else text()
+        near = unit(base_vectors[i] + rng.normal(0, 0.02 if kind != 2 else 2.0, DIM))
+        v = base_vectors[i] if kind == 0 else near
+        (rid,) = [b.reserve_ids(1)]
+        e = Episode(id=rid, agent_id="a", user_id="u", text=t, timestamp=5_000 + j)
+        mine = set(tokenize(t, stem=False, stopwords=False))
+        hit = next((sid for sid in sorted(stored) if similar(mine, stored[sid][0], v, stored[sid][1])), None)
+        if hit is None:
+            stored[rid] = (mine, v)
+        else:
+            expected[rid] = hit
+        got.update(b.write([OpRetain(episodes=[e], vectors=v.tobytes(), dedup=(0.8, 0.9))]))
+    assert got == expected and 5 <= len(expected) <= 35  # both kinds of outcome, as the oracle says
+    reinforced = next(iter(expected.values()))
+    assert len(b.mentions(reinforced)) == sum(1 for d in expected.values() if d == reinforced)
+    b.close()
+
+
 @pytest.mark.parametrize("n_probes", [40, 10], ids=["copied batch", "small batch"])
 def test_the_duplicate_check_finds_what_a_scan_of_every_stored_episode_finds(
     pg_dsn: str, pg_schema: str, n_probes: int
