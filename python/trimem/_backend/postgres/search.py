@@ -35,6 +35,12 @@ EXACT_SPAN: Final = 2000
 many of the tenant's rows (cheaper than a filtered graph walk, and exact), else walks the graph."""
 
 
+_USES: Final = ("use_ids", "use_a", "use_m", "use_at")
+"""The use counts not yet written, each sent as one comma-separated text (hundreds may be
+pending, and psycopg dumps a list element by element in Python; the server splits a text at C
+speed)."""
+
+
 def window(k: int) -> int:
     """Candidates each leg contributes to the fusion (the engine's default window)."""
     return max(50, 5 * k)
@@ -69,7 +75,7 @@ def hybrid_statement(
     use_vector = q.mode != "bm25" and q.vector is not None
     weights = policy_terms["weights"]
     params: dict[str, Any] = dict(
-        ns=q.namespace, use_ids=uses[0], use_a=uses[1], use_m=uses[2], use_at=uses[3],
+        ns=q.namespace, **{name: ",".join(map(str, values)) for name, values in zip(_USES, uses, strict=True)},
         coll=collection, terms=terms, k1=K1, b=B, min_cos=min_cosine,
         rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
         now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
@@ -199,7 +205,8 @@ def _statement(
         "r.accesses + coalesce(u.a, 0) AS accesses, r.mentions + coalesce(u.m, 0) AS mentions, "
         "greatest(r.last_access, u.at) AS last_access, r.payload, r.namespace, r.ts "
         "FROM cand c JOIN {s}.{t} r ON r.namespace = %(ns)s AND r.id = c.id "
-        "LEFT JOIN unnest(%(use_ids)s::bigint[], %(use_a)s::int[], %(use_m)s::int[], %(use_at)s::bigint[]) "
+        "LEFT JOIN unnest(string_to_array(%(use_ids)s, ',')::bigint[], string_to_array(%(use_a)s, ',')::int[], "
+        "string_to_array(%(use_m)s, ',')::int[], string_to_array(%(use_at)s, ',')::bigint[]) "
         "AS u(id, a, m, at) ON u.id = c.id), "
         "signals AS (SELECT used.*, "
         "power(0.5, greatest(%(now)s - greatest(ts, last_access), 0)::float8 / %(half_life)s) AS decay, "
