@@ -178,6 +178,19 @@ def test_use_counts_and_saved_sessions(backend: Backend) -> None:
     assert backend.saved_sessions() == {}
 
 
+def test_a_search_counts_uses_not_yet_written(backend: Backend) -> None:
+    """Uses recorded by touch and not yet flushed raise a hit's effective importance in the very
+    next search (as the engine counts a use at once), on every backend."""
+    ids = _retain(backend, ["the kafka broker restarted", "the kafka broker restarted again"])
+    before = {h.episode.id: h.scored for h in backend.search_episodes(_query("kafka broker", "a/u"), POLICY)}
+    backend.touch([ids[1]] * 3, [], at=9_000, mentions=[ids[1]])
+    after = {h.episode.id: h.scored for h in backend.search_episodes(_query("kafka broker", "a/u"), POLICY)}
+    assert (after[ids[1]].accesses, after[ids[1]].mentions) == (3, 1)
+    assert (after[ids[0]].accesses, after[ids[0]].mentions) == (0, 0)
+    assert after[ids[1]].importance > before[ids[1]].importance
+    assert after[ids[0]].importance == pytest.approx(before[ids[0]].importance)
+
+
 def test_everything_survives_a_reopen(tmp_path: Path) -> None:
     b = EmbeddedBackend(tmp_path / "store", dim=DIM, embedder_name="test-4")
     ids = _retain(b, ["the release train leaves on thursdays"])
