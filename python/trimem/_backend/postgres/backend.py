@@ -88,10 +88,6 @@ _TRUSTED_FOR: Final = 1.0
 server (a connection idle longer is checked as it leaves the pool)."""
 
 
-def _returned(conn: Any) -> None:
-    conn.trimem_returned = time.monotonic()
-
-
 def _redacted(dsn: str) -> str:
     parts = urlsplit(dsn)
     if parts.password is None:
@@ -196,7 +192,7 @@ class PostgresBackend:
         # now is not asked: a round trip per statement is most of a short statement's cost)
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, configure=configure, open=True,
-            check=check, reset=_returned, timeout=timeout,
+            check=check, timeout=timeout,
         )  # fmt: skip
         # a memory dropped without close() still returns its connections (not in the collector's
         # thread, where the pool cannot join its workers)
@@ -263,6 +259,9 @@ class PostgresBackend:
                         yield conn
                 else:
                     yield conn
+                # stamped here, not by a pool reset hook: a hook makes the pool hand every
+                # returned connection to its worker thread, a thread switch per statement
+                conn.trimem_returned = time.monotonic()
         except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             raise StoreIOError(errno.EIO, f"PostgreSQL: {e}") from e
         except psycopg.Error as e:
