@@ -121,3 +121,34 @@ def test_a_failed_recall_leaves_no_read_in_flight(monkeypatch: Any) -> None:
         mem.recall("billing job", user_id="u1", now=NOW)
     assert finished.is_set()
     mem.close()
+
+
+def _recall_in_child(path: str, out: Any) -> None:
+    mem = Memory(path, embedder="hashing")
+    type(mem._backend).concurrent_reads = property(lambda self: True)  # type: ignore[method-assign,assignment]
+    out.put([r.episode.text for r in mem.recall("billing job", user_id="u1", now=NOW).episodes])
+    mem.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the point of the test
+def test_a_forked_child_overlaps_its_reads_on_threads_of_its_own(tmp_path: Any, monkeypatch: Any) -> None:
+    """The reader threads are the parent's: a child forked after a recall makes its own (an
+    inherited executor would queue the child's searches for threads it does not have)."""
+    import multiprocessing
+
+    mem = Memory(tmp_path / "m", embedder="hashing")
+    mem.retain("the billing job ran on staging", user_id="u1")
+    _overlapping(mem, monkeypatch, True)
+    assert mem.recall("billing job", user_id="u1", now=NOW).episodes  # the parent's threads exist now
+    mem.close()
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_recall_in_child, args=(str(tmp_path / "m"), out))
+    child.start()
+    child.join(timeout=30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0, "the child's recall never finished"
+    assert out.get(timeout=5) == ["the billing job ran on staging"]

@@ -8,6 +8,7 @@ session's working memory is gathered — one :class:`~trimem.pipeline.bundle.Rec
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -262,6 +263,12 @@ def _outside(inside: list[RecalledEpisode], found: list[RecalledEpisode], room: 
 def _readers() -> ThreadPoolExecutor:
     """The process's threads for reads a recall overlaps (made on first use)."""
     return ThreadPoolExecutor(thread_name_prefix="trimem-recall")
+
+
+# A forked child has none of its parent's threads, but would inherit an executor that believes
+# it has them (and queue work no thread ever takes): the child makes its own on first use.
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_readers.cache_clear)
 
 
 def _later(overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Callable[[], T]:
