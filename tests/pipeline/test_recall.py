@@ -90,36 +90,56 @@ def test_overlapped_reads_give_the_same_bundle(monkeypatch: Any) -> None:
     assert shown(True) == sequential
 
 
-def test_a_failed_recall_leaves_no_read_in_flight(monkeypatch: Any) -> None:
-    """When reading the facts fails, the recall raises that error only after the searches it
-    started have finished (none is left running against a memory that may be closed next)."""
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlapped", "in turn"])
+@pytest.mark.parametrize("failing", ["facts", "rerank"])
+def test_a_failed_recall_leaves_no_read_in_flight(monkeypatch: Any, failing: str, overlap: bool) -> None:
+    """When reading the facts or the caller's reranker fails, the recall raises that error only
+    after the searches it started have finished (none is left running against a memory that may
+    be closed next); reads in turn are not run at all after the failure."""
     import threading
     import time
 
     from trimem.layers.episodic import EpisodicMemory
-    from trimem.layers.semantic import Facts
+    from trimem.layers.semantic import Facts, KnowledgeBase
 
     mem = Memory(embedder="hashing")
     mem.retain("the billing job ran on staging", user_id="u1")
-    _overlapping(mem, monkeypatch, True)
-    finished = threading.Event()
-    search = EpisodicMemory.search
+    mem.knowledge.add("Billing runbook: restart the billing job")
+    _overlapping(mem, monkeypatch, overlap)
+    lock = threading.Lock()
+    in_flight, ran = [0], []
 
-    def slow_search(self: EpisodicMemory, *a: Any, **kw: Any) -> Any:
-        time.sleep(0.2)
-        try:
-            return search(self, *a, **kw)
-        finally:
-            finished.set()
+    def slow(original: Any, name: str) -> Any:
+        def read(self: Any, *a: Any, **kw: Any) -> Any:
+            with lock:
+                in_flight[0] += 1
+            time.sleep(0.2)
+            try:
+                return original(self, *a, **kw)
+            finally:
+                with lock:
+                    in_flight[0] -= 1
+                    ran.append(name)
+
+        return read
 
     def broken(*a: Any, **kw: Any) -> Any:
-        raise RuntimeError("facts unreadable")
+        raise RuntimeError(f"{failing} failed")
 
-    monkeypatch.setattr(EpisodicMemory, "search", slow_search)
-    monkeypatch.setattr(Facts, "search", broken)
-    with pytest.raises(RuntimeError, match="facts unreadable"):
-        mem.recall("billing job", user_id="u1", now=NOW)
-    assert finished.is_set()
+    monkeypatch.setattr(EpisodicMemory, "search", slow(EpisodicMemory.search, "episodes"))
+    monkeypatch.setattr(KnowledgeBase, "search", slow(KnowledgeBase.search, "knowledge"))
+    options: dict[str, Any] = {}
+    if failing == "facts":
+        monkeypatch.setattr(Facts, "search", broken)
+    else:
+        options["rerank"] = broken
+    with pytest.raises(RuntimeError, match=f"{failing} failed"):
+        mem.recall("billing job", user_id="u1", now=NOW, **options)
+    assert in_flight == [0]
+    if overlap:  # what had started finished before the error was raised; what had not, never ran
+        assert set(ran) <= {"episodes", "knowledge"}
+    else:
+        assert ran == ([] if failing == "facts" else ["episodes"])  # nothing run for a failed recall
     mem.close()
 
 

@@ -53,6 +53,8 @@ class RecallBundle:
     knowledge: list[RecalledKnowledge] = field(default_factory=list)
     working: list[Turn] = field(default_factory=list)
     working_vars: dict[str, Any] = field(default_factory=dict)
+    # ms a step held the recall up (rewrite, embed, facts, episodes, knowledge, total); on a
+    # server the searches run during the facts step, so theirs is only the wait left after it
     timings: dict[str, float] = field(default_factory=dict)
     tz: tzinfo = UTC
     layers: list[str] = field(default_factory=list)  # the layers recall consulted, in order

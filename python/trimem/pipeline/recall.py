@@ -7,13 +7,14 @@ session's working memory is gathered — one :class:`~trimem.pipeline.bundle.Rec
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import msgspec
 import numpy as np
@@ -145,26 +146,28 @@ class Recall:
                                    session_id=session_id if same_session else None, vector=vector, now=at)  # fmt: skip
         find_knowledge = functools.partial(self._knowledge.search, text, agent_id=agent_id, user_id=user_id,
                                            k=k_knowledge, vector=vector, now=at, before=cutoff)  # fmt: skip
-        # On a server the episode and knowledge searches run while the facts are read.
+        # A server answers on several connections at once: the searches, the longest reads, start
+        # now and run while the facts are read (in-process, a thread hand-off would cost more).
         overlap = self._backend.concurrent_reads
-        episodes_of = _later(overlap, search, time_range=time_range)
-        knowledge_of = _later(overlap, find_knowledge)
+        episodes_read = _Read(overlap, search, time_range=time_range)
+        knowledge_read = _Read(overlap, find_knowledge)
         try:
             profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
                                              cutoff=cutoff)  # fmt: skip
+            t3 = time.perf_counter()
+            episodes = episodes_read.result()
+            if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
+                wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))
+                episodes += _outside(episodes, wider, depth - len(episodes))
+            if rerank is not None:
+                episodes = reranked(rerank, query, episodes, k)
+            episodes = self._with_fact_sources(episodes, profile, intent, k, namespace)
+            t4 = time.perf_counter()
+            knowledge = knowledge_read.result()
         except BaseException:
-            _settle(episodes_of, knowledge_of)
+            episodes_read.settle()
+            knowledge_read.settle()
             raise
-        t3 = time.perf_counter()
-        episodes = episodes_of()
-        if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
-            wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))
-            episodes += _outside(episodes, wider, depth - len(episodes))
-        if rerank is not None:
-            episodes = reranked(rerank, query, episodes, k)
-        episodes = self._with_fact_sources(episodes, profile, intent, k, namespace)
-        t4 = time.perf_counter()
-        knowledge = knowledge_of()
         t5 = time.perf_counter()
         if touch and (episodes or knowledge):
             self._backend.touch([r.episode.id for r in episodes], [r.doc.id for r in knowledge], at)
@@ -271,21 +274,29 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_readers.cache_clear)
 
 
-def _later(overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> Callable[[], T]:
-    """``fn(*args, **kwargs)``'s result when asked for: started now on a reader thread when
-    `overlap`, else run when asked."""
-    if not overlap:
-        return functools.partial(fn, *args, **kwargs)
-    return _readers().submit(fn, *args, **kwargs).result
+class _Read(Generic[T]):
+    """A read a recall needs later: started now on a reader thread when `overlap`, else run
+    when its result is asked for."""
 
+    def __init__(self, overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> None:
+        self._run: Callable[[], T] = functools.partial(fn, *args, **kwargs)
+        self._future: Future[T] | None = None
+        if overlap:
+            with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: run it when asked
+                self._future = _readers().submit(self._run)
 
-def _settle(*results: Callable[[], object]) -> None:
-    """Waits for started reads, whatever they raise: a failed recall leaves none in flight."""
-    for result in results:
-        try:
-            result()
-        except Exception:  # the recall's own error is the one raised
-            pass
+    def result(self) -> T:
+        # one still queued (every reader thread busy) is run here rather than waited for
+        if self._future is None or self._future.cancel():
+            return self._run()
+        return self._future.result()
+
+    def settle(self) -> None:
+        """Leaves nothing running for a recall that failed: a queued read is cancelled, a
+        running one waited for (its own error dropped: the recall's is the one raised)."""
+        if self._future is not None and not self._future.cancel():
+            with contextlib.suppress(Exception):
+                self._future.result()
 
 
 def _ms(a: float, b: float) -> float:

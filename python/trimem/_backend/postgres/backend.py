@@ -461,7 +461,9 @@ class PostgresBackend:
         if q.vector_weight != 1.0:
             keywords, vector = policy_terms["weights"]
             policy_terms["weights"] = (keywords, vector * q.vector_weight)
-        pending = sorted((rid, c) for (t, rid), c in self._pending.items() if t == table)
+        # a copy made in one step (a search may run on a reader thread while another thread
+        # counts uses; iterating the live dict could see it change size)
+        pending = sorted((rid, c) for (t, rid), c in list(self._pending.items()) if t == table)
         uses = ([r for r, _ in pending], [c[0] for _, c in pending], [c[1] for _, c in pending],
                 [c[2] for _, c in pending])  # fmt: skip
         with self._conn() as conn:
