@@ -182,7 +182,7 @@ def test_gate_fails_on_a_1_5x_slowdown(
         err,
     )
     # At least one ratio fails in both measurements, and each failure is reported against its own
-    # threshold. (Which one is left to noise: on a shared 2-core machine either ratio's second
+    # threshold. (Which one is left to noise: on a shared machine either ratio's second
     # measurement can dip under its threshold while the other stays over.)
     assert failed and {label for label, _, _ in failed} <= {VECTOR, HYBRID}, err
     for label, value, limit in failed:
