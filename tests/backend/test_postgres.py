@@ -151,6 +151,32 @@ def test_memory_on_a_dsn_runs_the_seed_scenario(pg_dsn: str, pg_schema: str) -> 
         assert again.facts.get("database", user_id="u") is not None
 
 
+def test_threads_recalling_at_once_share_the_pool_and_get_what_one_thread_gets(pg_dsn: str, pg_schema: str) -> None:
+    """Six threads recalling at once on one memory (each recall runs up to three reads at a
+    time; the memory pools four connections): every recall finishes, with the bundle a lone
+    recall gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    now = datetime(2026, 11, 25, 10, tzinfo=UTC)
+    with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as mem:
+        for i in range(30):
+            mem.retain(f"deploy {i} of the billing service to the staging cluster", user_id="u",
+                       timestamp=now - timedelta(hours=i))  # fmt: skip
+        mem.knowledge.add("Billing runbook: roll back with make rollback")
+        mem.facts.set("cluster", "staging-eu", user_id="u")
+        questions = ["billing deploy staging", "how do I roll back billing", "which cluster", "deploy 7"] * 6
+
+        def shown(q: str) -> tuple[list[int], list[int], list[str]]:
+            b = mem.recall(q, user_id="u", now=now, touch=False)
+            return [r.episode.id for r in b.episodes], [r.doc.id for r in b.knowledge], [f.key for f in b.profile]
+
+        alone = {q: shown(q) for q in set(questions)}
+        with ThreadPoolExecutor(6) as pool:
+            together = list(pool.map(shown, questions))
+    assert together == [alone[q] for q in questions]
+    assert all(episodes for episodes, _, _ in together)
+
+
 def test_a_stopped_server_raises_store_io_error_and_a_restarted_one_is_used_again(tmp_path: Path) -> None:
     import warnings
 
