@@ -10,8 +10,8 @@ processes (each its own ``Memory`` on the same DSN) run for ``--seconds``:
   is on the server's disk), each client writing for its own users;
 * recalls without the embedding call (precomputed vectors), each client asking for its users.
 
-Two rounds; a rate is the median over the rounds. The server shares the machine's cores with the
-clients. Without ``--dsn`` a throwaway server is started (``pg_throwaway.py``); with it
+Three rounds; a rate is the median over the rounds (on a shared machine one round now and then
+runs slow). The server shares the machine's cores with the clients. Without ``--dsn`` a throwaway server is started (``pg_throwaway.py``); with it
 the schema ``clients_bench`` is dropped and recreated there.
 """
 
@@ -96,7 +96,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=15.0)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dsn")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
