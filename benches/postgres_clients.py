@@ -11,8 +11,9 @@ processes (each its own ``Memory`` on the same DSN) run for ``--seconds``:
 * recalls without the embedding call (precomputed vectors), each client asking for its users.
 
 Three rounds; a rate is the median over the rounds (on a shared machine one round now and then
-runs slow). The server shares the machine's cores with the clients. Without ``--dsn`` a throwaway server is started (``pg_throwaway.py``); with it
-the schema ``clients_bench`` is dropped and recreated there.
+runs slow). The server shares the machine's cores with the clients. Without ``--dsn`` a
+throwaway server is started (``pg_throwaway.py``); with it the schema ``clients_bench`` is
+dropped and recreated there.
 """
 
 import argparse
