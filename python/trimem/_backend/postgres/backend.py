@@ -45,7 +45,7 @@ from trimem._backend.ops import (
     OpWorking,
 )
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
-from trimem._backend.postgres.search import Candidate, hybrid_statement, label, span_statement
+from trimem._backend.postgres.search import Candidate, hybrid_statement, label, span_statement, vector_leg
 from trimem._backend.postgres.writes import SMALL_BATCH, Writes, as_array, lock_key, terms_of
 from trimem.config import explain
 from trimem.errors import (
@@ -463,9 +463,7 @@ class PostgresBackend:
             policy_terms["weights"] = (keywords, vector * q.vector_weight)
         # a copy made in one step (a search may run on a reader thread while another thread
         # counts uses; iterating the live dict could see it change size)
-        pending = sorted((rid, c) for (t, rid), c in list(self._pending.items()) if t == table)
-        uses = ([r for r, _ in pending], [c[0] for _, c in pending], [c[1] for _, c in pending],
-                [c[2] for _, c in pending])  # fmt: skip
+        uses = sorted((rid, c) for (t, rid), c in list(self._pending.items()) if t == table)
         with self._conn() as conn:
             # a statement run often is prepared with one generic plan (no planning per search); a
             # short period is searched exactly by such a statement; a long one, or a session, is
@@ -483,7 +481,7 @@ class PostgresBackend:
 
     def _short_period(self, conn: Any, table: str, q: Query) -> bool:
         """Whether the request's vector leg is over a period holding few of the tenant's rows."""
-        if q.time_range is None or q.session is not None or q.vector is None or q.mode == "bm25":
+        if q.time_range is None or q.session is not None or not vector_leg(q):
             return False
         lo, hi = q.time_range
         return bool(conn.execute(span_statement(self._schema, table), {"ns": q.namespace, "lo": lo, "hi": hi})

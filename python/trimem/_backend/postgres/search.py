@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -21,7 +22,7 @@ from psycopg import sql
 
 from trimem._backend import Query, confident
 
-__all__ = ["EXACT_SPAN", "K1", "B", "Candidate", "hybrid_statement", "label", "span_statement", "window"]
+__all__ = ["EXACT_SPAN", "K1", "B", "Candidate", "hybrid_statement", "label", "span_statement", "vector_leg", "window"]
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -35,10 +36,10 @@ EXACT_SPAN: Final = 2000
 many of the tenant's rows (cheaper than a filtered graph walk, and exact), else walks the graph."""
 
 
-_USES: Final = ("use_ids", "use_a", "use_m", "use_at")
-"""The use counts not yet written, each sent as one comma-separated text (hundreds may be
-pending, and psycopg dumps a list element by element in Python; the server splits a text at C
-speed)."""
+def _csv(values: Iterable[int]) -> str:
+    """Integers as one comma-separated text: hundreds of use counts may be pending, psycopg
+    dumps a list element by element in Python, and the server splits a text at C speed."""
+    return ",".join(map(str, values))
 
 
 def window(k: int) -> int:
@@ -55,6 +56,11 @@ def _filters(alias: str, *, time_range: bool, session: bool) -> sql.Composable:
     return sql.SQL(" AND ").join(parts)
 
 
+def vector_leg(q: Query) -> bool:
+    """Whether a search has a vector leg (a vector, and a mode that reads it)."""
+    return q.mode != "bm25" and q.vector is not None
+
+
 def hybrid_statement(
     schema: str,
     collection: str,
@@ -63,19 +69,20 @@ def hybrid_statement(
     policy_terms: dict[str, Any],
     *,
     min_cosine: float,
-    uses: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], []),
+    uses: Sequence[tuple[int, Sequence[int]]] = (),
     exact: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters: one row per fused candidate, best first (at most twice
     ``q.k``), with the signals the floors read and the BM25 statistics of the request's terms.
-    `uses` are use counts not yet written (ids, accesses, mentions, last use): the ranking
+    `uses` are use counts not yet written (id, [accesses, mentions, last use]): the ranking
     counts them as the embedded engine counts a use at once. `exact`: the vector leg compares
     every row the filters keep instead of walking the HNSW graph (see :func:`span_statement`)."""
     use_bm25 = q.mode != "vector" and bool(terms)
-    use_vector = q.mode != "bm25" and q.vector is not None
+    use_vector = vector_leg(q)
     weights = policy_terms["weights"]
     params: dict[str, Any] = dict(
-        ns=q.namespace, **{name: ",".join(map(str, values)) for name, values in zip(_USES, uses, strict=True)},
+        ns=q.namespace, use_ids=_csv(rid for rid, _ in uses), use_a=_csv(c[0] for _, c in uses),
+        use_m=_csv(c[1] for _, c in uses), use_at=_csv(c[2] for _, c in uses),
         coll=collection, terms=terms, k1=K1, b=B, min_cos=min_cosine,
         rrf_k=float(policy_terms["rrf_k"]), wb=float(weights[0]), wv=float(weights[1]),
         now=int(policy_terms["now"]), half_life=float(policy_terms["half_life"]),
@@ -175,7 +182,6 @@ def _statement(
                 "WHERE {where} AND r.embedding IS NOT NULL ORDER BY {order} LIMIT {window})"
             ).format(s=s, t=table, where=where_r, order=order, window=limit)
         )
-    if use_vector:
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
         )
