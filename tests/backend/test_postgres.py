@@ -83,6 +83,42 @@ def test_a_failed_write_changes_nothing(pg_dsn: str, pg_schema: str) -> None:
     b.close()
 
 
+def test_a_write_the_server_rolls_back_to_break_a_deadlock_is_run_again(pg_dsn: str, pg_schema: str) -> None:
+    """A retain that counts a use of episode X (pending use counts ride with the next write)
+    and reinforces episode Y, while another transaction holds Y and then asks for X: the server
+    aborts the retain to break the deadlock (its session detects it first), and the write is run
+    again, whole, once the other has gone."""
+    import threading
+
+    import psycopg
+
+    b = _open(pg_dsn, pg_schema)
+    x, y = _retain(b, ["the kafka broker restarted", "the redis cache was flushed"])
+    b.touch([x], [], at=9_000)
+    other = psycopg.connect(pg_dsn, autocommit=True)
+    other.execute("SET deadlock_timeout = '20s'")  # the retain's session finds the deadlock first
+    other.execute("BEGIN")
+    other.execute(f"UPDATE {pg_schema}.episodes SET importance = importance WHERE id = %s", (y,))
+    rid = b.reserve_ids(1)
+    again = Episode(id=rid, agent_id="a", user_id="u", text="the redis cache was flushed", timestamp=9_001)
+    vector = np.eye(DIM, dtype=np.float32)[y % DIM].tobytes()  # y's own vector: a duplicate of y
+    result: list[object] = []
+    writer = threading.Thread(
+        target=lambda: result.append(b.write([OpRetain(episodes=[again], vectors=vector, dedup=(0.8, 0.9))]))
+    )
+    writer.start()
+    time.sleep(0.5)  # the retain now holds x (its use count) and waits for y
+    other.execute(f"UPDATE {pg_schema}.episodes SET importance = importance WHERE id = %s", (x,))
+    other.execute("COMMIT")
+    writer.join(timeout=30)
+    other.close()
+    assert result == [{rid: y}]
+    assert [e.mentions for e in b.stored("episodes", [x, y])] == [0, 1]
+    assert [s.accesses for s in b.stored("episodes", [x, y])] == [1, 0]  # counted once, not twice
+    assert len(b.mentions(y)) == 1 and b.episode_ids("a/u") == [x, y]
+    b.close()
+
+
 def test_keyword_scores_are_the_engines(pg_dsn: str, pg_schema: str) -> None:
     texts = [
         "deploy the node service on port 8080",

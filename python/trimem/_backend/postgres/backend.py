@@ -16,6 +16,8 @@ the schema's tables; ``VACUUM FULL`` to return the space).
 from __future__ import annotations
 
 import errno
+import itertools
+import random
 import threading
 import time
 import weakref
@@ -82,6 +84,11 @@ _mention = msgspec.msgpack.Decoder(Mention)
 _working = msgspec.msgpack.Decoder(OpWorking)
 _versions = msgspec.msgpack.Decoder(list[FactVersion])
 
+
+_ROLLBACK_RETRIES: Final = 5
+_RETRY_PAUSE: Final = 0.01
+"""A write the server rolls back to break a deadlock is run again up to this many times, after a
+random pause of up to this many seconds, doubling each time."""
 
 _TRUSTED_FOR: Final = 1.0
 """Seconds a connection back from a successful use is taken to be alive without asking the
@@ -348,17 +355,31 @@ class PostgresBackend:
         """Applies `ops` in one transaction (with the pending use counts); returns, for retained
         episodes that duplicated one already stored, that one's id."""
         with self._lock:
-            duplicates: dict[int, int] = {}
-            # a small write's statements go in one pipeline (a round trip for the duplicate
-            # check, one for the rest and the commit); a large one copies its rows
-            small = all(len(getattr(op, "episodes", getattr(op, "docs", ()))) < SMALL_BATCH for op in ops)
-            with self._conn(write=True, pipeline=small) as conn:
-                self._flush_touches(conn)
-                for op in ops:
-                    duplicates.update(self._apply(conn, op) or {})
+            for attempt in itertools.count():
+                try:
+                    duplicates = self._write_once(ops)
+                    break
+                except StoreError as e:
+                    # the server rolled the transaction back to break a deadlock (or a
+                    # serialization conflict) with another writer: nothing of it was kept, so
+                    # it is run again, after a pause that lets the other one finish
+                    if attempt == _ROLLBACK_RETRIES or not str(getattr(e.__cause__, "sqlstate", "")).startswith("40"):
+                        raise
+                    time.sleep(random.uniform(0, _RETRY_PAUSE * 2**attempt))
             self._pending.clear()
             self._n_pending = 0
             return duplicates
+
+    def _write_once(self, ops: Sequence[Op]) -> dict[int, int]:
+        duplicates: dict[int, int] = {}
+        # a small write's statements go in one pipeline (a round trip for the duplicate check,
+        # one for the rest and the commit); a large one copies its rows
+        small = all(len(getattr(op, "episodes", getattr(op, "docs", ()))) < SMALL_BATCH for op in ops)
+        with self._conn(write=True, pipeline=small) as conn:
+            self._flush_touches(conn)
+            for op in ops:
+                duplicates.update(self._apply(conn, op) or {})
+        return duplicates
 
     def _apply(self, conn: Any, op: Op) -> dict[int, int] | None:
         handler = self._handlers.get(type(op))
