@@ -7,14 +7,11 @@ session's working memory is gathered — one :class:`~trimem.pipeline.bundle.Rec
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -24,6 +21,7 @@ from trimem._core import tokenize
 from trimem.config import PROFILE_K
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.layers._shared import Embedding, check_text
+from trimem.pipeline._overlap import Read
 from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn, indexed_time
 from trimem.rewrite import MemoryIntent
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Recall", "Reranker", "covers", "reranked"]
 Reranker = Callable[[str, list[str]], Sequence[float]]
-T = TypeVar("T")
 
 
 class Recall:
@@ -149,8 +146,8 @@ class Recall:
         # A server answers on several connections at once: the searches, the longest reads, start
         # now and run while the facts are read (in-process, a thread hand-off would cost more).
         overlap = self._backend.concurrent_reads
-        episodes_read = _Read(overlap, search, time_range=time_range)
-        knowledge_read = _Read(overlap, find_knowledge)
+        episodes_read = Read(overlap, search, time_range=time_range)
+        knowledge_read = Read(overlap, find_knowledge)
         try:
             profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
                                              cutoff=cutoff)  # fmt: skip
@@ -260,43 +257,6 @@ def _outside(inside: list[RecalledEpisode], found: list[RecalledEpisode], room: 
         for r in found
         if r.episode.id not in seen
     ][:room]
-
-
-@functools.cache
-def _readers() -> ThreadPoolExecutor:
-    """The process's threads for reads a recall overlaps (made on first use)."""
-    return ThreadPoolExecutor(thread_name_prefix="trimem-recall")
-
-
-# A forked child has none of its parent's threads, but would inherit an executor that believes
-# it has them (and queue work no thread ever takes): the child makes its own on first use.
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_readers.cache_clear)
-
-
-class _Read(Generic[T]):
-    """A read a recall needs later: started now on a reader thread when `overlap`, else run
-    when its result is asked for."""
-
-    def __init__(self, overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> None:
-        self._run: Callable[[], T] = functools.partial(fn, *args, **kwargs)
-        self._future: Future[T] | None = None
-        if overlap:
-            with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: run it when asked
-                self._future = _readers().submit(self._run)
-
-    def result(self) -> T:
-        # one still queued (every reader thread busy) is run here rather than waited for
-        if self._future is None or self._future.cancel():
-            return self._run()
-        return self._future.result()
-
-    def settle(self) -> None:
-        """Leaves nothing running for a recall that failed: a queued read is cancelled, a
-        running one waited for (its own error dropped: the recall's is the one raised)."""
-        if self._future is not None and not self._future.cancel():
-            with contextlib.suppress(Exception):
-                self._future.result()
 
 
 def _ms(a: float, b: float) -> float:
