@@ -143,32 +143,46 @@ def test_a_failed_recall_leaves_no_read_in_flight(monkeypatch: Any, failing: str
     mem.close()
 
 
-def _recall_in_child(path: str, out: Any) -> None:
+_FORK_SCRIPT = """
+import os, sys
+from datetime import UTC, datetime
+from trimem import Memory
+from trimem._backend.embedded.backend import EmbeddedBackend
+EmbeddedBackend.concurrent_reads = property(lambda self: True)  # reads on reader threads
+now = datetime(2026, 11, 25, 10, tzinfo=UTC)
+path = sys.argv[1]
+mem = Memory(path, embedder="hashing")
+mem.retain("the billing job ran on staging", user_id="u1")
+assert mem.recall("billing job", user_id="u1", now=now).episodes  # the parent's reader threads exist now
+mem.close()
+pid = os.fork()
+if pid == 0:
+    import threading
+    from trimem.layers.episodic import EpisodicMemory
+    search, threads = EpisodicMemory.search, []
+    def recorded(self, *a, **kw):
+        threads.append(threading.current_thread().name)
+        return search(self, *a, **kw)
+    EpisodicMemory.search = recorded
     mem = Memory(path, embedder="hashing")
-    type(mem._backend).concurrent_reads = property(lambda self: True)  # type: ignore[method-assign,assignment]
-    out.put([r.episode.text for r in mem.recall("billing job", user_id="u1", now=NOW).episodes])
+    texts = [r.episode.text for r in mem.recall("billing job", user_id="u1", now=now).episodes]
     mem.close()
+    ok = texts == ["the billing job ran on staging"] and threads[0].startswith("trimem-recall")
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the point of the test
-def test_a_forked_child_overlaps_its_reads_on_threads_of_its_own(tmp_path: Any, monkeypatch: Any) -> None:
-    """The reader threads are the parent's: a child forked after a recall makes its own (an
-    inherited executor would queue the child's searches for threads it does not have)."""
-    import multiprocessing
+def test_a_forked_child_overlaps_its_reads_on_threads_of_its_own(tmp_path: Any) -> None:
+    """The reader threads are the parent's: a child forked after a recall makes its own and its
+    searches run on them (an inherited executor would queue them for threads it does not have,
+    and each would end up run in turn on the child's own thread). Run in a
+    fresh interpreter: forking this test process, with every thread earlier tests left running,
+    is not safe whatever trimem does."""
+    import subprocess
+    import sys
 
-    mem = Memory(tmp_path / "m", embedder="hashing")
-    mem.retain("the billing job ran on staging", user_id="u1")
-    _overlapping(mem, monkeypatch, True)
-    assert mem.recall("billing job", user_id="u1", now=NOW).episodes  # the parent's threads exist now
-    mem.close()
-    ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
-    child = ctx.Process(target=_recall_in_child, args=(str(tmp_path / "m"), out))
-    child.start()
-    child.join(timeout=30)
-    alive = child.is_alive()
-    if alive:
-        child.kill()
-    assert not alive and child.exitcode == 0, "the child's recall never finished"
-    assert out.get(timeout=5) == ["the billing job ran on staging"]
+    done = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, str(tmp_path / "m")], timeout=120, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
