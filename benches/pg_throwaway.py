@@ -30,3 +30,13 @@ def throwaway() -> tuple[Any, str, tempfile.TemporaryDirectory[str]]:
             row = c.execute("SHOW shared_buffers").fetchone()
             assert row is not None and row[0] == SETTINGS["shared_buffers"], row
     return srv, dsn, tmp
+
+
+def server(dsn: str | None) -> tuple[Any, str, tempfile.TemporaryDirectory[str] | None]:
+    """(server, DSN, folder) of a fresh throwaway server, or (None, `dsn`, None) for one given."""
+    return (None, dsn, None) if dsn else throwaway()
+
+
+def with_param(dsn: str, name: str, value: str) -> str:
+    """`dsn` with one more query parameter (``schema=…`` for trimem, ``options=…`` for others)."""
+    return f"{dsn}{'&' if '?' in dsn else '?'}{name}={value}"

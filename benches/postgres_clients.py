@@ -103,20 +103,15 @@ def main() -> None:
     warnings.simplefilter("ignore")
     import psycopg
 
+    from pg_throwaway import server, with_param
     from trimem import Memory
     from trimem.bench.datasets import make_dataset
 
-    srv = None
-    if args.dsn:
-        dsn = args.dsn
-    else:
-        from pg_throwaway import throwaway
-
-        srv, dsn, _tmp = throwaway()
+    srv, dsn, _tmp = server(args.dsn)
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("CREATE EXTENSION IF NOT EXISTS vector")
         c.execute("DROP SCHEMA IF EXISTS clients_bench CASCADE")
-    target = f"{dsn}{'&' if '?' in dsn else '?'}schema=clients_bench"
+    target = with_param(dsn, "schema", "clients_bench")
     ds = make_dataset(args.n, DIM, n_queries=200)
     known = dict(zip(ds.texts, ds.vectors))
     mem = Memory(target, embedder=Fixed(known))

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 import psycopg
 
-from pg_throwaway import throwaway
+from pg_throwaway import server, with_param
 from trimem import Memory
 from trimem.bench.datasets import make_dataset
 
@@ -38,11 +38,7 @@ args = ap.parse_args()
 N, DIM, USERS = args.n, args.dim, args.users
 T0 = time.perf_counter()
 
-srv = tmp = None
-if args.dsn:
-    dsn = args.dsn
-else:
-    srv, dsn, tmp = throwaway()
+srv, dsn, tmp = server(args.dsn)
 SCHEMA = "million_bench"
 with psycopg.connect(dsn, autocommit=True) as c:
     c.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -67,8 +63,7 @@ class Fixed:  # precomputed vectors: the embedder call is not what we measure
         return np.stack(out).astype(np.float32)
 
 
-sep = "&" if "?" in dsn else "?"
-mem = Memory(f"{dsn}{sep}schema={SCHEMA}", embedder=Fixed())
+mem = Memory(with_param(dsn, "schema", SCHEMA), embedder=Fixed())
 t_build = time.perf_counter()
 for s in range(0, N, args.chunk):
     e = min(N, s + args.chunk)

@@ -39,7 +39,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import tuple_row
 
-from pg_throwaway import throwaway
+from pg_throwaway import server, with_param
 from trimem import Memory
 from trimem.bench.datasets import make_dataset
 
@@ -54,17 +54,12 @@ args = ap.parse_args()
 N, DIM, USERS = args.n, args.dim, 20
 T0 = time.perf_counter()
 
-srv = tmp = None
-if args.dsn:
-    dsn = args.dsn
-else:
-    srv, dsn, tmp = throwaway()
-sep = "&" if "?" in dsn else "?"
-TRIMEM_DSN = f"{dsn}{sep}schema=trimem_bench"
-SCRATCH_DSN = f"{dsn}{sep}schema=scratch_bench"
-LG_DSN = f"{dsn}{sep}options={quote('-csearch_path=lg_bench,public')}"
+srv, dsn, tmp = server(args.dsn)
+TRIMEM_DSN = with_param(dsn, "schema", "trimem_bench")
+SCRATCH_DSN = with_param(dsn, "schema", "scratch_bench")
+LG_DSN = with_param(dsn, "options", quote("-csearch_path=lg_bench,public"))
 # the same store, its HNSW scans iterative (as trimem's are), so that it returns the k asked for
-LG_ITER_DSN = f"{dsn}{sep}options={quote('-csearch_path=lg_bench,public -chnsw.iterative_scan=relaxed_order')}"
+LG_ITER_DSN = with_param(dsn, "options", quote("-csearch_path=lg_bench,public -chnsw.iterative_scan=relaxed_order"))
 
 ds = make_dataset(N, DIM, n_queries=args.queries)
 items = [
@@ -221,27 +216,15 @@ with mem._backend._conn() as conn:
                 ).fetchall()
                 lat.append((time.perf_counter() - a) * 1e3)
         res[f"walk{limit}"] = (lat[len(ds.query_vectors) :], None, [])
-rows["recall p50 (no embed) vs LangGraph search p50"] = (p50(res["plain"][0]), lg_p50, "ms", "lat")
-rows["  its episode search alone p50 vs LangGraph search p50"] = (p50(res["plain"][1]), lg_p50, "ms", "lat")
-rows['recall "last month" p50 (no embed) vs LangGraph search p50'] = (p50(res["ranged"][0]), lg_p50, "ms", "lat")
-rows['  its episode search alone, "last month", p50 vs LangGraph search p50'] = (
-    p50(res["ranged"][1]),
-    lg_p50,
-    "ms",
-    "lat",
-)
-rows["  the user's 50 nearest (pgvector alone, no fusion) p50 vs LangGraph search p50"] = (
-    p50(res["walk50"][0]),
-    lg_p50,
-    "ms",
-    "lat",
-)
-rows["  the user's 10 nearest (pgvector alone) p50 vs LangGraph search p50"] = (
-    p50(res["walk10"][0]),
-    lg_p50,
-    "ms",
-    "lat",
-)
+for label, key, column in (
+    ("recall p50 (no embed)", "plain", 0),
+    ("  its episode search alone p50", "plain", 1),
+    ('recall "last month" p50 (no embed)', "ranged", 0),
+    ('  its episode search alone, "last month", p50', "ranged", 1),
+    ("  the user's 50 nearest (pgvector alone, no fusion) p50", "walk50", 0),
+    ("  the user's 10 nearest (pgvector alone) p50", "walk10", 0),
+):
+    rows[f"{label} vs LangGraph search p50"] = (p50(res[key][column]), lg_p50, "ms", "lat")
 rows["recall p50 (no embed) vs LangGraph search, iterative scans, p50"] = (
     p50(res["plain"][0]),
     p50(res["lg_iter"][0]),
