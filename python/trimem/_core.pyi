@@ -162,6 +162,7 @@ class HybridIndex:
         time_range: tuple[int, int] | None = None,
         namespace: str | None = None,
         session: str | None = None,
+        ids: _Ids | None = None,
         mode: _Mode = "hybrid",
         ef: int = 64,
         rrf_k: float = 60.0,

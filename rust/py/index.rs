@@ -263,6 +263,7 @@ impl HybridIndex {
             namespace,
             session,
             time_range,
+            ids: None,
         };
         let c = self.read(py, |e| e.columns(&filter)).map_err(to_py_err)?;
         let d = PyDict::new(py);
@@ -340,6 +341,7 @@ impl HybridIndex {
                 namespace,
                 session,
                 time_range,
+                ids: None,
             };
             self.read(py, |e| e.matching_ids(&filter))
                 .map_err(to_py_err)?
@@ -403,7 +405,7 @@ impl HybridIndex {
 
     /// Hybrid search in one call with the GIL released. See the README for every parameter.
     #[pyo3(signature = (text = None, vector = None, *, k = 10, time_range = None, namespace = None,
-                        session = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = None,
+                        session = None, ids = None, mode = "hybrid", ef = 64, rrf_k = 60.0, weights = None,
                         window = None, min_bm25 = None, min_cosine = None, half_life = None, now = None,
                         decay_weight = 0.0005, importance_weight = 0.0, reinforce_step = 0.1,
                         reinforce_cap = 0.5, decay_from_use = true))]
@@ -417,6 +419,7 @@ impl HybridIndex {
         #[pyo3(from_py_with = arg::time_range)] time_range: Option<(i64, i64)>,
         #[pyo3(from_py_with = arg::namespace)] namespace: Option<String>,
         #[pyo3(from_py_with = arg::session)] session: Option<String>,
+        ids: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = arg::mode)] mode: &str,
         #[pyo3(from_py_with = arg::ef)] ef: usize,
         #[pyo3(from_py_with = arg::rrf_k)] rrf_k: f32,
@@ -463,6 +466,7 @@ impl HybridIndex {
                 time_range,
                 namespace,
                 session,
+                ids: ids.map(convert::ids).transpose()?,
             },
         };
         let vector = vector.map(convert::vector_1d).transpose()?;

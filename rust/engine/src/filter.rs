@@ -1,5 +1,6 @@
-//! Search filters (time range, namespace, session), resolved once per query against the record
-//! table into a cheap per-slot predicate that both searches call while they run.
+//! Search filters (time range, namespace, session, a set of allowed ids), resolved once per query
+//! against the record table into a cheap per-slot predicate that both searches call while they
+//! run.
 
 use crate::error::{EngineError, Result};
 use crate::records::{validate_name, Order, Records};
@@ -10,6 +11,9 @@ pub struct Filter {
     pub time_range: Option<(i64, i64)>,
     pub namespace: Option<String>,
     pub session: Option<String>,
+    /// Only these records (ids no record has are ignored): a caller's own selection, e.g. the
+    /// items of a store whose values pass a filter the engine cannot read.
+    pub ids: Option<Vec<u64>>,
 }
 
 impl Filter {
@@ -29,7 +33,10 @@ impl Filter {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.time_range.is_none() && self.namespace.is_none() && self.session.is_none()
+        self.time_range.is_none()
+            && self.namespace.is_none()
+            && self.session.is_none()
+            && self.ids.is_none()
     }
 }
 
@@ -40,6 +47,8 @@ pub struct Resolved<'a> {
     time: Option<(i64, i64)>,
     namespace: Option<u32>,
     session: Option<u32>,
+    /// The slots of the allowed ids, and how many there are.
+    allow: Option<(SlotBits, usize)>,
 }
 
 /// The slots a filter allows, one bit each: a selective graph walk tests thousands of slots,
@@ -85,11 +94,28 @@ impl<'a> Resolved<'a> {
             Some(s) => Some(records.sessions.get(s)?),
             None => None,
         };
+        let allow = match &f.ids {
+            Some(ids) => {
+                let mut words = vec![0u64; records.capacity().div_ceil(64)];
+                let mut n = 0;
+                for s in ids.iter().filter_map(|&id| records.slot(id)) {
+                    let w = &mut words[s as usize / 64];
+                    n += (*w >> (s % 64) & 1 == 0) as usize;
+                    *w |= 1 << (s % 64);
+                }
+                if n == 0 {
+                    return None;
+                }
+                Some((SlotBits(words), n))
+            }
+            None => None,
+        };
         Some(Resolved {
             records,
             time: f.time_range,
             namespace,
             session,
+            allow,
         })
     }
 
@@ -100,12 +126,12 @@ impl<'a> Resolved<'a> {
 
     /// Whether the filter restricts anything beyond its namespace.
     pub fn restricts_within_namespace(&self) -> bool {
-        self.time.is_some() || self.session.is_some()
+        self.time.is_some() || self.session.is_some() || self.allow.is_some()
     }
 
     /// Whether the filter restricts anything beyond "alive".
     pub fn restricts(&self) -> bool {
-        self.time.is_some() || self.namespace.is_some() || self.session.is_some()
+        self.restricts_within_namespace() || self.namespace.is_some()
     }
 
     #[inline(always)]
@@ -117,14 +143,24 @@ impl<'a> Resolved<'a> {
             && r.alive[s]
             && self.namespace.is_none_or(|n| r.namespace[s] == n)
             && self.session.is_none_or(|n| r.session[s] == n)
+            && self.allow.as_ref().is_none_or(|(a, _)| a.contains(slot))
     }
 
     /// How many records match, estimated cheaply: exact for a namespace alone, otherwise from
     /// a strided sample of slots (whatever the store's size, the cost stays bounded).
     pub fn estimate(&self) -> usize {
+        let columns = self.estimate_columns();
+        match &self.allow {
+            Some((_, n)) => columns.min(*n),
+            None => columns,
+        }
+    }
+
+    fn estimate_columns(&self) -> usize {
         let r = self.records;
         let live = r.len();
-        if let (Some(ns), None, None) = (self.namespace, self.time, self.session) {
+        if let (Some(ns), None, None, None) = (self.namespace, self.time, self.session, &self.allow)
+        {
             return r.namespaces.count(ns);
         }
         if !self.restricts() || live == 0 {
@@ -217,12 +253,16 @@ impl<'a> Resolved<'a> {
                 }
             }
             mask[end - base..].fill(0);
-            bits.push(mask.chunks_exact(8).enumerate().fold(0u64, |acc, (i, b)| {
+            let word = mask.chunks_exact(8).enumerate().fold(0u64, |acc, (i, b)| {
                 // Eight 0/1 bytes → eight bits: the multiply gathers bit 0 of each byte into
                 // the top byte, in order.
                 let x = u64::from_le_bytes(b.try_into().unwrap());
                 acc | ((x.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * i))
-            }));
+            });
+            bits.push(match &self.allow {
+                Some((a, _)) => word & a.0[base / 64],
+                None => word,
+            });
         }
         bits
     }
@@ -237,7 +277,16 @@ impl<'a> Resolved<'a> {
     /// Every matching slot: with [`Order::Time`] in time order within a namespace and across
     /// them (slot order when the filter names no namespace and no time).
     pub fn matching(&self, order: Order) -> Box<dyn Iterator<Item = u32> + '_> {
-        if self.namespace.is_none() && self.time.is_none() {
+        if let (Some((allow, _)), None, None) = (&self.allow, self.namespace, self.time) {
+            // the allowed slots alone, in slot order (as every slot would be)
+            let every = vec![u64::MAX; allow.0.len()];
+            Box::new(
+                allow
+                    .ones_within(&every)
+                    .into_iter()
+                    .filter(move |&s| self.allows(s)),
+            )
+        } else if self.namespace.is_none() && self.time.is_none() {
             Box::new(self.records.all_slots().filter(move |&s| self.allows(s)))
         } else {
             Box::new(
@@ -288,6 +337,17 @@ mod tests {
                 time_range: Some((0, 999)),
                 namespace: Some("ns2".into()),
                 session: Some("s".into()),
+                ids: None,
+            },
+            Filter {
+                ids: Some((0..1000).filter(|i| i % 3 != 1).chain([5000, 7]).collect()),
+                ..Default::default()
+            },
+            Filter {
+                time_range: Some((100, 900)),
+                namespace: Some("ns0".into()),
+                ids: Some((0..600).collect()),
+                ..Default::default()
             },
         ];
         for f in &filters {
@@ -305,6 +365,21 @@ mod tests {
                 "{f:?}"
             );
             assert!(direct.iter().any(|&b| b) && direct.iter().any(|&b| !b));
+            let mut matched: Vec<u32> = r.matching(Order::Any).collect();
+            matched.sort_unstable();
+            assert_eq!(matched, listed, "{f:?}");
         }
+        // the allow-list alone, checked against the ids themselves
+        let r = Resolved::new(&records, &filters[3]).unwrap();
+        for s in 0..1000u32 {
+            let id = records.ids[s as usize];
+            let expected = records.alive[s as usize] && id % 3 != 1;
+            assert_eq!(r.allows(s), expected, "slot {s}");
+        }
+        let unknown = Filter {
+            ids: Some(vec![5000, 6000]),
+            ..Default::default()
+        };
+        assert!(Resolved::new(&records, &unknown).is_none());
     }
 }

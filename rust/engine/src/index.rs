@@ -1523,6 +1523,7 @@ pub(crate) mod tests {
                     time_range: Some((lo, hi)),
                     namespace: Some("a".into()),
                     session: None,
+                    ids: None,
                 },
                 fusion: FusionParams {
                     now: i64::MIN,
