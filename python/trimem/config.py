@@ -22,6 +22,7 @@ from trimem.errors import InvalidArgumentError
 __all__ = [
     "CHECKPOINT_BYTES",
     "DAY_US",
+    "ITEM_SEARCH_EF",
     "LAYERS",
     "MAX_BATCH",
     "MAX_TEXT_CHARS",
@@ -39,6 +40,10 @@ MAX_BATCH: Final = 20_000
 """A retain batch beyond this lands as several log records (each atomic on its own)."""
 CHECKPOINT_BYTES: Final = 64 << 20
 """Log size at which the embedded store writes a snapshot (a reopen replays at most this)."""
+ITEM_SEARCH_EF: Final = 128
+"""How wide an item search walks the vector graph (at least the items it returns): a store's
+search is a top-k read whose caller expects the exact nearest, so it looks wider than recall,
+which fuses several legs."""
 MIN_BM25_SHARE: Final = 0.3
 """A confident keyword match scores this share of what an average document holding each query
 term once scores. Floors rank, they do not cut: a hit under both confident floors is labelled

@@ -80,7 +80,7 @@ class Memory:
             path, embedder=embedder, durability=durability, rewriter=rewriter, extractor=extractor, tz=tz,
             floors=(min_bm25_share, min_cosine, min_cosine_alone), checkpoint_bytes=checkpoint_bytes, policy=policy,
         )  # fmt: skip
-        self.policy, self.tz, self.facts, self.knowledge = p.policy, tz, p.facts, p.knowledge
+        self.policy, self.tz, self.facts, self.knowledge, self.items = p.policy, tz, p.facts, p.knowledge, p.items
         self._backend, self._embedding, self._episodic, self._sessions = p.backend, p.embedding, p.episodic, p.sessions
         self._recall, self._reflection, self._lifecycle = p.recall, p.reflection, p.lifecycle
         self._reflector: Reflector | None = None

@@ -22,6 +22,7 @@ __all__ = [
     "Fact",
     "FactChange",
     "FactVersion",
+    "Item",
     "KnowledgeDoc",
     "Mention",
     "Modality",
@@ -136,6 +137,22 @@ class KnowledgeDoc(msgspec.Struct, frozen=True, omit_defaults=True):
     title: str | None = None
     version: int = 1
     metadata: dict[str, Any] = {}
+
+
+class Item(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A key-value item of a store (a LangGraph store's ``Item``): a JSON object under a key in
+    a hierarchical namespace, searchable by the text of some of its fields. Times are
+    microseconds since the epoch; ``expires_at`` None never expires, ``ttl`` (minutes) is what a
+    read that refreshes it adds again."""
+
+    id: int
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: int
+    updated_at: int
+    expires_at: int | None = None
+    ttl: float | None = None
 
 
 class Scored(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -326,7 +326,10 @@ def test_a_version_1_schema_is_upgraded_in_place(pg_dsn: str, pg_schema: str) ->
             "SELECT count(*) FROM pg_class WHERE relnamespace = %s::regnamespace AND relname LIKE '%%\\_v1%%'",
             (pg_schema,),
         ).fetchone()
-    assert version == ("2",) and sorted(parts) == sorted((name, PARTITIONS) for name in COLLECTIONS)
+        items = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{pg_schema}.items",)).fetchone()
+    assert (
+        version == ("3",) and items == (True,) and sorted(parts) == sorted((name, PARTITIONS) for name in COLLECTIONS)
+    )
     assert left == (0,)
 
 

@@ -64,6 +64,7 @@ from trimem.records import (
 if TYPE_CHECKING:
     import threading
 
+    from trimem._backend.items import ItemReads
     from trimem.config import Policy
 
 __all__ = ["Backend", "Columns", "Floors", "Query", "Stored", "confident"]
@@ -279,6 +280,11 @@ class Backend(Protocol):
     def last_id(self) -> int:
         """The highest id reserved so far."""
         ...
+
+    # -- items (a store's key-value entries: the LangGraph store, sessions) ---------------------------
+
+    @property
+    def items(self) -> ItemReads: ...
 
     # -- extensions (a backend without one raises NotSupportedError) ----------------------------------
 

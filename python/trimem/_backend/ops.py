@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from trimem.records import Episode, FactVersion, KnowledgeDoc, Mention, Modality, PerceptRecord, Turn
+from trimem.records import Episode, FactVersion, Item, KnowledgeDoc, Mention, Modality, PerceptRecord, Turn
 
 
 class OpMeta(msgspec.Struct, tag="meta", frozen=True):
@@ -110,6 +110,37 @@ class OpPerceptDelete(msgspec.Struct, tag="percept_delete", frozen=True):
 PerceptOp = OpPerceptRegister | OpPerceptAdd | OpPerceptDelete
 
 
+class OpItemPut(msgspec.Struct, tag="item_put", frozen=True):
+    """Items written whole, each replacing the one under its namespace and key (whose id and
+    creation time it keeps) or new under its own id; `texts` is what the keyword leg reads of
+    each ("" when not indexed), `vectors` its float32 vector (None: not indexed by meaning)."""
+
+    items: list[Item]
+    texts: list[str]
+    vectors: list[bytes | None]
+
+
+ItemKey = tuple[tuple[str, ...], str]  # (namespace, key)
+
+
+class OpItemDelete(msgspec.Struct, tag="item_delete", frozen=True):
+    """These items go; with `expired_at`, only those that have expired by then (a sweep must not
+    take an item a read refreshed since it looked)."""
+
+    keys: list[ItemKey]
+    expired_at: int | None = None
+
+
+class OpItemRefresh(msgspec.Struct, tag="item_refresh", frozen=True):
+    """A read refreshed these items' time to live: each now expires at its `expires_at`."""
+
+    keys: list[ItemKey]
+    expires_at: list[int]
+
+
+ItemOp = OpItemPut | OpItemDelete | OpItemRefresh
+
+
 class FactsState(msgspec.Struct, frozen=True, array_like=True):
     """Semantic memory in a snapshot: every fact's full history (current values are rebuilt
     from it), pins and aliases."""
@@ -163,6 +194,9 @@ Op = (
     | OpPerceptRegister
     | OpPerceptAdd
     | OpPerceptDelete
+    | OpItemPut
+    | OpItemDelete
+    | OpItemRefresh
 )
 
 _decoder = msgspec.msgpack.Decoder(Op)

@@ -16,6 +16,7 @@ from trimem.errors import EmbedderMismatchError, InvalidArgumentError
 from trimem.layers._shared import Embedding
 from trimem.layers.episodic import EpisodicMemory
 from trimem.layers.graph_view import GraphView
+from trimem.layers.items import ItemStore
 from trimem.layers.perceptual import PerceptualMemory
 from trimem.layers.semantic import Facts, KnowledgeBase
 from trimem.layers.working import Sessions
@@ -41,6 +42,7 @@ class Parts:
     recall: Recall
     reflection: Reflection
     lifecycle: Lifecycle
+    items: ItemStore
 
 
 def _auto_recorded(spec: Any, exc: EmbedderMismatchError) -> Embedding | None:
@@ -150,5 +152,5 @@ def assemble(
     lifecycle = Lifecycle(backend, episodic=episodic, sessions=sessions, policy=policy)
     return Parts(
         backend, embedding, policy, episodic, facts, knowledge, sessions, recall,
-        Reflection(backend, facts, extractor), lifecycle,
+        Reflection(backend, facts, extractor), lifecycle, ItemStore(backend, embedding),
     )  # fmt: skip

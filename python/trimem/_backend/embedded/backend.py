@@ -8,7 +8,6 @@ replayed from the log on open, so the two cannot differ.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import os
@@ -21,7 +20,9 @@ import numpy as np
 from trimem._backend import Columns, Query, Stored
 from trimem._backend import confident as confident_hits
 from trimem._backend.embedded.facts import FactKey, FactTable
+from trimem._backend.embedded.items import ItemTable
 from trimem._backend.embedded.journal import Journal
+from trimem._backend.entries import document_text, fact_entry
 from trimem._backend.ops import (
     MemoryState,
     Op,
@@ -29,6 +30,9 @@ from trimem._backend.ops import (
     OpCursor,
     OpFact,
     OpForget,
+    OpItemDelete,
+    OpItemPut,
+    OpItemRefresh,
     OpKnowledge,
     OpMeta,
     OpPerceptAdd,
@@ -70,7 +74,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("trimem")
 
-EPISODES, KNOWLEDGE, FACTS = "episodes", "knowledge", "facts"
+EPISODES, KNOWLEDGE, FACTS, ITEMS = "episodes", "knowledge", "facts", "items"
 # A log this large is folded into a snapshot on close, so the next open loads instead of replaying.
 _CLOSE_CHECKPOINT_BYTES = 4 << 20
 
@@ -128,6 +132,7 @@ class EmbeddedBackend:
         # Each current fact, searched by keywords and meaning (one entry per fact, keyed by a
         # hash of its scope and key; rebuilt from the fact table when a snapshot predates it).
         self._fact_index = HybridIndex(dim, partition_by_namespace=True, stem=stem, stopwords=stopwords)
+        self.items = ItemTable(dim, stem=stem, stopwords=stopwords)
         self._by_source: dict[tuple[str, str | None, str], int] = {}
         self._user_last: dict[tuple[str, str], int] = {}  # newest episode id per (agent, user)
         self._cursors: dict[tuple[str, str], int] = {}
@@ -152,6 +157,9 @@ class EmbeddedBackend:
             OpPerceptRegister: self._apply_percept,
             OpPerceptAdd: self._apply_percept,
             OpPerceptDelete: self._apply_percept,
+            OpItemPut: self.items.apply_put,
+            OpItemDelete: self.items.apply_delete,
+            OpItemRefresh: self.items.apply_refresh,
         }
         self._journal: Journal | None = None
         self.path = None if path is None else check_path("path", path)
@@ -225,6 +233,7 @@ class EmbeddedBackend:
                 else:
                     self._knowledge = index
             self._load_fact_index(journal.snapshot_index(FACTS))
+            self.items.load(journal.snapshot_index(ITEMS))
         seen_meta = st is not None
         for op in journal.replay():
             seen_meta = seen_meta or isinstance(op, OpMeta)
@@ -709,7 +718,8 @@ class EmbeddedBackend:
             journal = self._writable()
             if journal is not None:
                 extra = [] if self._perceptual is None else self._perceptual.indexes()
-                indexes = [(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), (FACTS, self._fact_index)]
+                indexes = [(EPISODES, self._episodes), (KNOWLEDGE, self._knowledge), (FACTS, self._fact_index),
+                           (ITEMS, self.items.index)]  # fmt: skip
                 journal.checkpoint([*indexes, *extra], self._state())
 
     def purge(self) -> None:
@@ -762,17 +772,6 @@ class EmbeddedBackend:
     @property
     def last_id(self) -> int:
         return self._last_id
-
-
-def fact_entry(fk: FactKey) -> int:
-    """The fact index id of one (agent, user, key): a stable 63-bit hash (ids are per index)."""
-    digest = hashlib.blake2b("\x1f".join(fk).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 1
-
-
-def document_text(d: KnowledgeDoc) -> str:
-    """What the knowledge index sees of a document: its title, then its text."""
-    return d.text if not d.title else f"{d.title}\n{d.text}"
 
 
 def _scored(hits: Hits, i: int, policy: Policy, *, weak: bool) -> Scored:

@@ -31,14 +31,17 @@ import numpy as np
 from psycopg import sql
 
 from trimem._backend import Columns, Query, Stored
-from trimem._backend.embedded.backend import fact_entry
 from trimem._backend.embedded.facts import alias_view, current_fact
+from trimem._backend.entries import fact_entry
 from trimem._backend.ops import (
     Op,
     OpAlias,
     OpCursor,
     OpFact,
     OpForget,
+    OpItemDelete,
+    OpItemPut,
+    OpItemRefresh,
     OpKnowledge,
     OpMeta,
     OpPin,
@@ -46,6 +49,7 @@ from trimem._backend.ops import (
     OpTouch,
     OpWorking,
 )
+from trimem._backend.postgres.items import ItemRows, ItemWrites
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label, span_statement, vector_leg
 from trimem._backend.postgres.writes import SMALL_BATCH, Writes, as_array, lock_key, terms_of
@@ -152,12 +156,13 @@ class PostgresBackend:
         self._stem, self._stopwords = stem, stopwords
         self._meta = OpMeta(embedder=embedder_name, dim=dim)
         self._writes = Writes(schema, dim, stem=stem, stopwords=stopwords)
-        w = self._writes
+        w, iw = self._writes, ItemWrites(schema, dim, stem=stem, stopwords=stopwords)
         self._handlers: dict[type, Callable[[Any, Any], dict[int, int] | None]] = {
             OpRetain: w.retain, OpKnowledge: w.knowledge, OpFact: w.fact, OpAlias: w.alias, OpPin: w.pin,
             OpForget: w.forget, OpCursor: w.cursor, OpWorking: w.save_working, OpTouch: self._touch_op,
-            OpMeta: self._meta_op,
+            OpMeta: self._meta_op, OpItemPut: iw.put, OpItemDelete: iw.delete, OpItemRefresh: iw.refresh,
         }  # fmt: skip
+        self.items = ItemRows(schema, dim, self._conn, stem=stem, stopwords=stopwords)
         self.touch_flush = touch_flush
         self.path = _redacted(dsn)  # shown in reprs and messages: never the password
         self._dsn = dsn

@@ -17,6 +17,9 @@ Index plan, one per question a search asks:
   request's terms in one namespace (an index-only scan), made by the same tokenizer the embedded
   engine uses (Chinese bigrams, identifiers, numbers, stemming), so both backends match the same
   words and score them by the same BM25;
+* ``items`` — a store's key-value entries (:mod:`trimem._backend.postgres.items`): unique
+  (namespace path, key), the path in "C" order for namespace prefix ranges, HNSW on the vector,
+  ``items_terms`` postings for the keyword leg;
 * ``stats`` — per collection and namespace the document count and total length BM25 needs,
   kept in step by every write in the same transaction. Statistics are per tenant: one tenant's
   documents never move another's scores (nor tell of them).
@@ -31,9 +34,11 @@ from typing import Any, Final
 
 from psycopg import sql
 
+from trimem._backend.postgres.items import item_tables
+
 __all__ = ["COLLECTIONS", "SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 COLLECTIONS: Final = ("episodes", "knowledge", "fact_index")
 """The searchable tables: each has a ``<name>_terms`` posting table and a row in ``stats``."""
 PARTITIONS: Final = 16
@@ -177,6 +182,8 @@ def migrate(conn: Any, schema: str, dim: int) -> int:
             steps = [*_version_2_from_1(), *_collections(dim), *_version_2_fill()]
         else:
             steps = []
+        if found < 3:  # version 3 added the items (a store's key-value entries)
+            steps += item_tables(dim)
         for statement in steps:
             conn.execute(sql.SQL(statement.replace("{s}", "{schema}")).format(schema=ident))
         if found < SCHEMA_VERSION:

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from trimem._backend.embedded.backend import document_text, fact_entry
 from trimem._backend.embedded.facts import current_fact
+from trimem._backend.entries import document_text, fact_entry
 from trimem._backend.ops import OpAlias, OpCursor, OpFact, OpForget, OpKnowledge, OpPin, OpRetain, OpWorking
 from trimem._backend.postgres.search import MAX_TERM_CHARS
 from trimem._core import tokenize
