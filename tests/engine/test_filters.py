@@ -1,4 +1,4 @@
-"""Namespace, session and time filters: applied inside both legs, never leaking records."""
+"""Namespace, session, time and allowed-id filters: applied inside both legs, never leaking records."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def queries(draw):
         "text": draw(
             st.one_of(st.none(), st.lists(st.sampled_from([*WORDS, "zzz"]), min_size=1, max_size=3).map(" ".join))
         ),
+        "allow": draw(st.one_of(st.none(), st.floats(0.0, 1.0))),  # share of the ids allowed
         "use_vector": draw(st.booleans()),
         "mode": draw(st.sampled_from(["hybrid", "bm25", "vector"])),
         "k": draw(st.integers(1, 25)),
@@ -85,6 +86,9 @@ def test_filters_property(store, qs) -> None:
             with pytest.raises(trimem.InvalidArgumentError):
                 idx.search(text=text, vector=vector, mode=mode, k=q["k"])
             continue
+        allowed = None
+        if q["allow"] is not None:  # a share of the store's ids, and one no record has
+            allowed = {int(i) for i in ids if rng.random() < q["allow"]} | {99_999}
         h = idx.search(
             text=text,
             vector=vector,
@@ -93,10 +97,13 @@ def test_filters_property(store, qs) -> None:
             namespace=q["namespace"],
             session=q["session"],
             time_range=q["time_range"],
+            ids=None if allowed is None else sorted(allowed),
         )
 
-        def matches(i: int, q: dict = q) -> bool:
+        def matches(i: int, q: dict = q, allowed: set[int] | None = allowed) -> bool:
             ns, sess, ts, _ = by_id[i]
+            if allowed is not None and i not in allowed:
+                return False
             if q["namespace"] is not None and ns != q["namespace"]:
                 return False
             if q["session"] is not None and sess != q["session"]:
