@@ -350,10 +350,10 @@ class Memory:
                                    embedder=self._embedding.name)  # fmt: skip
 
     def import_from(self, path: str | os.PathLike[str]) -> Exported:
-        """Adds the memories of an :meth:`export` file (new ids; facts keep their history and
-        cite the new episodes)."""
+        """Adds an :meth:`export` file's memories under new ids (facts cite the new episodes)."""
         return transfer.import_export(self._backend, path, episodic=self._episodic, knowledge=self.knowledge,
-                                      embedder=self._embedding.name, fact_vector=self.facts.embed_fact)  # fmt: skip
+                                      item_store=self.items, embedder=self._embedding.name,
+                                      fact_vector=self.facts.embed_fact)  # fmt: skip
 
     # -- the store --------------------------------------------------------------------------------
 

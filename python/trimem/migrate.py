@@ -55,18 +55,22 @@ def _counts(mem: Any) -> dict[str, int]:
         "fact_versions": sum(len(h[3]) for h in b.fact_histories()),
         "documents": len(b.document_ids(None)),
         "aliases": len(b.alias_table()),
+        "items": sum(1 for _ in b.items.stored()),
     }
 
 
 def _reset(mem: Any) -> None:
-    """Forgets everything the destination holds (every user's memories, facts and documents)."""
-    from trimem._backend.ops import OpForget
+    """Forgets everything the destination holds (every user's memories, facts and documents, and
+    every item)."""
+    from trimem._backend.ops import Op, OpForget, OpItemDelete
 
     b = mem._backend
     with b.lock:
         users = sorted({*b.users(), *((a, u) for a, u, _ in b.facts())})
         ids = [i for a, u in users for i in b.episode_ids(f"{a}/{u}")]
-        b.write([OpForget(episode_ids=ids, knowledge_ids=b.document_ids(None), users=users)])
+        ops: list[Op] = [OpForget(episode_ids=ids, knowledge_ids=b.document_ids(None), users=users)]
+        keys = [(item.namespace, item.key) for item, _, _ in b.items.stored()]
+        b.write([*ops, OpItemDelete(keys=keys)] if keys else ops)
 
 
 def migrate(

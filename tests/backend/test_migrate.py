@@ -29,8 +29,26 @@ def _fill(path: str) -> None:
         mem.facts.alias("primary_language", ["main tongue"])
         mem.knowledge.add("Taxi rides are refunded up to 100 a day", source="policy.md")
         mem.knowledge.add("Private note for u", user_id="u")
+        mem.items.put(("prefs", "u"), "ui", {"text": "dark mode, large fonts", "stars": 5}, now=NOW)
+        mem.items.put(("prefs", "u"), "tmp", {"text": "a reminder that expires"}, ttl=60 * 24 * 365, now=NOW)
+        mem.items.put(("prefs", "v"), "ui", {"text": "light theme"}, index=False, now=NOW)
         hit = mem.recall("backups", user_id="u", now=NOW).episodes[0]
         assert "Backblaze" in hit.episode.text  # a recall counts a use
+
+
+def _check_items(mem: Memory) -> None:
+    """Items come along whole: values, times, expiry, what they are searched by, their vectors."""
+    ui = mem.items.get(("prefs", "u"), "ui", now=NOW)
+    assert ui is not None and ui.value == {"text": "dark mode, large fonts", "stars": 5}
+    assert ui.created_at == int(NOW.timestamp() * 1e6) and ui.expires_at is None
+    tmp = mem.items.get(("prefs", "u"), "tmp", now=NOW)
+    assert tmp is not None and tmp.ttl == 60 * 24 * 365 and tmp.expires_at == ui.created_at + 365 * 86_400_000_000
+    assert mem.items.get(("prefs", "u"), "tmp", now=NOW + timedelta(days=366)) is None
+    found = mem.items.search(("prefs",), query="dark mode", filter={"stars": {"$gte": 5}}, now=NOW)
+    assert [(i.key, s is not None) for i, s in found] == [("ui", True)]
+    vec = mem.embedder(["dark mode, large fonts"])[0]  # found by its vector alone too
+    assert mem.items.search(("prefs",), vector=vec, query="zzz", limit=1, now=NOW)[0][0].key == "ui"
+    assert mem.items.list_namespaces(now=NOW) == [("prefs", "u"), ("prefs", "v")]
 
 
 def test_a_folder_moves_to_postgresql_and_back(tmp_path: Path, pg_dsn: str, pg_schema: str) -> None:
@@ -48,6 +66,7 @@ def test_a_folder_moves_to_postgresql_and_back(tmp_path: Path, pg_dsn: str, pg_s
         assert [d.text for d in mem.knowledge.list()] == ["Taxi rides are refunded up to 100 a day"]
         backups = mem.search("backups", user_id="u")[0]
         assert backups.scored.accesses == 1  # use counts come along
+        _check_items(mem)
     with pytest.raises(InvalidArgumentError, match="not empty"):
         from trimem.migrate import migrate
 
@@ -57,3 +76,4 @@ def test_a_folder_moves_to_postgresql_and_back(tmp_path: Path, pg_dsn: str, pg_s
     with Memory(back, embedder="hashing") as mem:
         assert mem.facts.get("primary_language", user_id="u").value == "Rust"  # type: ignore[union-attr]
         assert len(mem.episodes(user_id="u")) == 3 and len(mem.episodes(user_id="v")) == 1
+        _check_items(mem)

@@ -77,8 +77,9 @@ class ItemReads(Protocol):
         """(namespace, key) of every item expired at `now` (a sweep deletes these)."""
         ...
 
-    def all(self) -> Iterator[Item]:
-        """Every stored item, expired ones included (export reads these)."""
+    def stored(self) -> Iterator[tuple[Item, str, bytes | None]]:
+        """Every stored item, expired ones included, with the text it is searched by and its
+        vector (float32 bytes, None without one): what an export carries."""
         ...
 
 

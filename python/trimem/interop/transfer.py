@@ -24,12 +24,13 @@ import numpy as np
 from trimem._backend.ops import Op, OpAlias, OpFact, OpPin
 from trimem._checks import check_path
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
-from trimem.records import Episode, FactVersion, KnowledgeDoc, retain_item
+from trimem.records import Episode, FactVersion, Item, KnowledgeDoc, retain_item
 from trimem.scope import SHARED, check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
     from trimem.layers.episodic import EpisodicMemory
+    from trimem.layers.items import ItemStore
     from trimem.layers.semantic import KnowledgeBase
 
 
@@ -40,11 +41,12 @@ __all__ = [
     "ExportedDoc",
     "ExportedEpisode",
     "ExportedFact",
+    "ExportedItem",
     "export",
     "import_export",
     "load_export",
 ]
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: items
 _MAGIC = "trimem-export"
 
 
@@ -69,6 +71,12 @@ class ExportedDoc(msgspec.Struct, frozen=True, array_like=True):
     vector: bytes | None
 
 
+class ExportedItem(msgspec.Struct, frozen=True, array_like=True):
+    item: Item
+    text: str  # what it is searched by
+    vector: bytes | None
+
+
 class Export(msgspec.Struct, frozen=True):
     """One file holding all layers of one user (or the whole store)."""
 
@@ -81,6 +89,7 @@ class Export(msgspec.Struct, frozen=True):
     facts: list[ExportedFact]
     knowledge: list[ExportedDoc]
     aliases: dict[str, list[str]] = {}
+    items: list[ExportedItem] = []  # a whole-store export's (items belong to no user)
 
 
 class Exported(msgspec.Struct, frozen=True):
@@ -90,6 +99,7 @@ class Exported(msgspec.Struct, frozen=True):
     facts: int
     knowledge: int
     bytes: int = 0
+    items: int = 0
 
 
 def export(
@@ -132,6 +142,7 @@ def export(
         facts=facts,
         knowledge=knowledge,
         aliases=backend.alias_table() if user_id is None else {},
+        items=[] if user_id is not None else [ExportedItem(*row) for row in backend.items.stored()],
     )
     data = msgspec.msgpack.encode(bundle)
     target = check_path("path", path)
@@ -150,7 +161,9 @@ def export(
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return Exported(episodes=len(episodes), facts=len(facts), knowledge=len(knowledge), bytes=len(data))
+    return Exported(
+        episodes=len(episodes), facts=len(facts), knowledge=len(knowledge), bytes=len(data), items=len(bundle.items)
+    )
 
 
 def load_export(path: str | os.PathLike[str]) -> Export:
@@ -179,6 +192,7 @@ def import_export(
     *,
     episodic: EpisodicMemory,
     knowledge: KnowledgeBase,
+    item_store: ItemStore,
     embedder: str | None,
     fact_vector: Callable[[str, str], np.ndarray | None] | None = None,
 ) -> Exported:
@@ -241,4 +255,5 @@ def import_export(
         ]
         if docs:
             knowledge.add_many(docs)
-    return Exported(episodes=len(new), facts=len(bundle.facts), knowledge=len(docs))
+        restored = item_store.restore([(x.item, x.text, x.vector) for x in bundle.items], same_space=same_space)
+    return Exported(episodes=len(new), facts=len(bundle.facts), knowledge=len(docs), items=restored)

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
 import numpy as np
 
 from trimem._backend import Backend
@@ -34,6 +35,7 @@ __all__ = ["ItemPut", "ItemStore", "text_at"]
 MAX_LABELS: Final = 32
 MAX_LABEL_CHARS: Final = 256
 MAX_KEY_CHARS: Final = 1024
+RESTORE_BATCH: Final = 10_000
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
 
 
@@ -184,6 +186,28 @@ class ItemStore:
             for i, p in enumerate(writes)
         ]  # fmt: skip
         return OpItemPut(items=items, texts=texts, vectors=vectors)
+
+    def restore(self, stored: Sequence[tuple[Item, str, bytes | None]], *, same_space: bool) -> int:
+        """Adds items as an export holds them (new ids; times, expiry and searched text kept),
+        with their vectors when they come from this memory's embedder (`same_space`), else
+        their texts embedded again. Everything is checked before anything is written."""
+        for item, text, _ in stored:
+            check_namespace(item.namespace)
+            _check_key(item.key)
+            check_plain("value", item.value)
+            check_str("text", text)
+        for lo in range(0, len(stored), RESTORE_BATCH):
+            part = stored[lo : lo + RESTORE_BATCH]
+            texts = [text for _, text, _ in part]
+            vectors = [v if same_space else None for _, _, v in part]
+            need = [i for i, v in enumerate(vectors) if v is None and texts[i]]
+            embedded = self._embed([texts[i] for i in need]) if need else None
+            for j, i in enumerate(need):
+                vectors[i] = None if embedded is None else embedded[j].tobytes()
+            first = self._backend.reserve_ids(len(part))
+            items = [msgspec.structs.replace(item, id=first + n) for n, (item, _, _) in enumerate(part)]
+            self._backend.write([OpItemPut(items=items, texts=texts, vectors=vectors)])
+        return len(stored)
 
     def refresh(self, items: Sequence[Item], *, now: TimeLike | None = None) -> None:
         """Restarts the time to live of these items (those that have one) from `now`."""

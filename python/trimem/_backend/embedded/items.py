@@ -119,8 +119,12 @@ class ItemTable:
     def expired(self, now: int) -> list[ItemKey]:
         return [(i.namespace, i.key) for i in self._by_id.values() if _expired(i, now)]
 
-    def all(self) -> Iterator[Item]:
-        return iter(list(self._by_id.values()))
+    def stored(self) -> Iterator[tuple[Item, str, bytes | None]]:
+        items = list(self._by_id.values())
+        records = self.index.get_many(np.array([i.id for i in items], dtype=np.uint64)) if items else []
+        for item, rec in zip(items, records, strict=True):
+            if rec is not None:
+                yield item, rec.text, None if rec.vector is None else np.asarray(rec.vector, dtype=np.float32).tobytes()
 
     def search(self, q: ItemQuery) -> list[tuple[Item, float | None]]:
         """The items `q` asks for, best first, with their fused score (None: unranked)."""

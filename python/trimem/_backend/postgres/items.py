@@ -20,7 +20,7 @@ import numpy as np
 from trimem._backend.items import NUMBER, ItemQuery
 from trimem._backend.ops import ItemKey, OpItemDelete, OpItemPut, OpItemRefresh
 from trimem._backend.postgres.search import K1, B
-from trimem._backend.postgres.writes import lock_key, terms_of
+from trimem._backend.postgres.writes import as_array, lock_key, terms_of
 from trimem.records import Item
 
 __all__ = ["ItemRows", "ItemWrites", "item_tables", "ns_path"]
@@ -258,10 +258,12 @@ class ItemRows:
             rows = c.execute(f"SELECT namespace, key FROM {self._s}.items WHERE expires_at <= %s", (now,)).fetchall()
         return [(tuple(ns), key) for ns, key in rows]
 
-    def all(self) -> Iterator[Item]:
+    def stored(self) -> Iterator[tuple[Item, str, bytes | None]]:
+        vector = "embedding" if self._dim else "NULL"
         with self._conn() as c:
-            rows = c.execute(f"SELECT {_COLUMNS} FROM {self._s}.items ORDER BY id").fetchall()
-        return iter([_item(r) for r in rows])
+            rows = c.execute(f"SELECT {_COLUMNS}, body, {vector} FROM {self._s}.items ORDER BY id").fetchall()
+        for r in rows:
+            yield _item(r[:8]), r[8], None if r[9] is None else as_array(r[9]).tobytes()
 
     def search(self, q: ItemQuery) -> list[tuple[Item, float | None]]:
         want = q.offset + q.limit
