@@ -40,7 +40,16 @@ RANKS: list[tuple[str, ...]] = [
     ("trimem.pipeline",),
     ("trimem.interop",),
     ("trimem.memory",),
-    ("trimem", "trimem.__main__", "trimem.cli", "trimem._usage", "trimem.demo", "trimem.migrate", "trimem.bench"),
+    (
+        "trimem",
+        "trimem.__main__",
+        "trimem.cli",
+        "trimem._usage",
+        "trimem.demo",
+        "trimem.migrate",
+        "trimem.bench",
+        "trimem.integrations",
+    ),
 ]
 
 
