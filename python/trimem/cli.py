@@ -511,11 +511,39 @@ def _run_migrate(args: argparse.Namespace) -> int:
     return 0 if report.ok() else 1
 
 
+# --------------------------------------------------------------------------
+# mcp
+# --------------------------------------------------------------------------
+
+
+def _add_mcp(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="serve a memory to MCP clients (desktop and IDE assistants) over stdio",
+        description="Runs an MCP server on stdin/stdout over the memory at --path (a folder or a postgresql:// "
+        "DSN): tools retain, recall, reflect, get_fact, set_fact, forget, memory_stats and those of the "
+        "reference knowledge-graph memory server. Needs the mcp extra. Example client entry: "
+        '{"command": "python", "args": ["-m", "trimem", "mcp", "--path", "/home/me/memory", "--user-id", "me"]}',
+    )
+    p.add_argument("--path", required=True, metavar="STORE", help="a folder or a postgresql:// DSN")
+    p.add_argument("--user-id", help="pin every tool to this user (else each tool call names its user)")
+    p.add_argument("--embedder", default="auto", help="the memory's embedder (default auto)")
+    p.set_defaults(func=_run_mcp)
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from trimem.integrations.mcp import serve_stdio
+
+    serve_stdio(args.path, args.user_id, embedder=args.embedder)
+    return 0
+
+
 COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]] = [
     ("demo", _add_demo),
     ("bench", _add_bench),
     ("eval", _add_eval),
     ("migrate", _add_migrate),
+    ("mcp", _add_mcp),
 ]
 
 

@@ -38,16 +38,6 @@ def embed(texts: list[str]) -> list[list[float]]:
 INDEX: Any = {"dims": DIMS, "embed": embed, "fields": ["text"]}
 
 
-@pytest.fixture(params=["in-process", "folder", "postgresql"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """Where a store's memory lives: None (in process), a folder, or a schema on the test server."""
-    if request.param == "in-process":
-        return None
-    if request.param == "folder":
-        return tmp_path / "store"
-    return f"{request.getfixturevalue('pg_dsn')}&schema={request.getfixturevalue('pg_schema')}"
-
-
 @pytest.fixture
 def store(where: Any) -> Iterator[TrimemStore]:
     s = TrimemStore(where, index=INDEX)
