@@ -152,7 +152,8 @@ def create_server(
     process) or over `memory`; pinned to `user_id` when given."""
     mem = memory if memory is not None else Memory(path, embedder=embedder)
     graph = KnowledgeGraph(mem, agent_id=agent_id)
-    server = MCPServer("trimem", instructions="Long-term memory: retain what happens, recall it, keep facts.")
+    server = MCPServer("trimem", instructions="Long-term memory: retain what happens, recall it, keep facts.",
+                       log_level="WARNING")  # fmt: skip
     scope = {"agent_id": agent_id}
 
     def add(fn: Callable[..., Any], description: str, *, read_only: bool, destructive: bool = False) -> None:
