@@ -15,10 +15,12 @@ import pytest
         "trimem.integrations.langgraph",
         "trimem.integrations.knowledge_graph",
         "trimem.integrations.mcp",
+        "trimem.integrations.openai_agents",
     ],
 )
 def test_module_examples_run(name: str) -> None:
-    if name.endswith(("langgraph", "mcp")):
-        pytest.importorskip("langgraph.store.base" if name.endswith("langgraph") else "mcp")
+    extra = {"langgraph": "langgraph.store.base", "mcp": "mcp", "openai_agents": "agents"}.get(name.rpartition(".")[2])
+    if extra is not None:
+        pytest.importorskip(extra)
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
