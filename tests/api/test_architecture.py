@@ -49,6 +49,7 @@ RANKS: list[tuple[str, ...]] = [
         "trimem.migrate",
         "trimem.bench",
         "trimem.integrations",
+        "trimem.compat",
     ),
 ]
 

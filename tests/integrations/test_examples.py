@@ -16,6 +16,7 @@ import pytest
         "trimem.integrations.knowledge_graph",
         "trimem.integrations.mcp",
         "trimem.integrations.openai_agents",
+        "trimem.compat.mem0",
     ],
 )
 def test_module_examples_run(name: str) -> None:
