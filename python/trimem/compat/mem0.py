@@ -183,7 +183,9 @@ class Memory:
             if fact is not None:
                 prefix = f"{fact['key']}: "
                 new = text[len(prefix) :] if text.startswith(prefix) else text
-                self.memory.facts.set(fact["key"], new, user_id=fact["user_id"], agent_id=fact["agent_id"])
+                # through the tool path: a fact written from outside passes reflect's guard
+                self.memory.execute("set_fact", key=fact["key"], value=new, user_id=fact["user_id"],
+                                    agent_id=fact["agent_id"])  # fmt: skip
                 text = prefix + new
             else:
                 value["history"] = [
