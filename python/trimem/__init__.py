@@ -29,6 +29,7 @@ from trimem.records import Episode, Fact, FactChange, FactVersion, KnowledgeDoc,
 from trimem.scope import SHARED
 
 if TYPE_CHECKING:
+    from trimem.aio import AsyncMemory
     from trimem.config import Policy
     from trimem.memory import Memory
     from trimem.pipeline.bundle import RecallBundle
@@ -37,7 +38,12 @@ __version__ = "0.1.0"
 
 # `Memory` pulls in the rewriter, extractor and embedders: these load on first use so that
 # `import trimem` stays as light as the engine.
-_LAZY = {"Memory": "trimem.memory", "Policy": "trimem.config", "RecallBundle": "trimem.pipeline.bundle"}
+_LAZY = {
+    "AsyncMemory": "trimem.aio",
+    "Memory": "trimem.memory",
+    "Policy": "trimem.config",
+    "RecallBundle": "trimem.pipeline.bundle",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -55,6 +61,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SHARED",
+    "AsyncMemory",
     "Episode",
     "Fact",
     "FactChange",

@@ -50,6 +50,7 @@ RANKS: list[tuple[str, ...]] = [
         "trimem.bench",
         "trimem.integrations",
         "trimem.compat",
+        "trimem.aio",
     ),
 ]
 

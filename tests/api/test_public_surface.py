@@ -36,6 +36,7 @@ EXPORTED = [
     "InvalidTimeRangeError",
     "InvalidVectorError",
     "KnowledgeDoc",
+    "AsyncMemory",
     "Memory",
     "NotSupportedError",
     "Policy",

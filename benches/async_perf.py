@@ -1,0 +1,94 @@
+"""AsyncMemory, same run: eight recalls at once against eight in turn, and the longest stall of
+the event loop while memory works:
+
+    python benches/async_perf.py [--n 2000] [--rounds 15]
+
+* throughput: a memory holding ``--n`` episodes of one user; each round recalls 8 requests
+  one after another (awaiting each) and then all 8 at once (``asyncio.gather``), order
+  alternating between rounds; the figure is the median over rounds of sequential time /
+  concurrent time. Twice: with the embedder limited to one thread per call (MiniLM,
+  ``threads=1``) and with the default embedder at its default threads.
+* loop stall: a task sleeping 1 ms in a loop records how late each wake-up is while
+  ``retain_many`` of 10,000 episodes and 8 recalls run together; the longest lateness.
+"""
+
+import argparse
+import asyncio
+import statistics
+import time
+import warnings
+
+from trimem import AsyncMemory
+from trimem.bench.datasets import query_texts, texts
+from trimem.embedders import MiniLMEmbedder
+
+warnings.simplefilter("ignore")
+ap = argparse.ArgumentParser()
+ap.add_argument("--n", type=int, default=2_000)
+ap.add_argument("--rounds", type=int, default=15)
+args = ap.parse_args()
+corpus, questions = texts(args.n + 10_000), query_texts(8 * args.rounds)
+
+
+async def throughput(embedder: object, label: str) -> None:
+    mem = AsyncMemory(embedder=embedder)
+    await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
+    await mem.recall("warm up", user_id="u1")
+    ratios = []
+    for r in range(args.rounds):
+        batch = questions[8 * r : 8 * r + 8]
+
+        async def sequential(batch: list[str] = batch) -> float:
+            t0 = time.perf_counter()
+            for q in batch:
+                await mem.recall(q, user_id="u1")
+            return time.perf_counter() - t0
+
+        async def concurrent(batch: list[str] = batch) -> float:
+            t0 = time.perf_counter()
+            await asyncio.gather(*(mem.recall(q, user_id="u1") for q in batch))
+            return time.perf_counter() - t0
+
+        if r % 2:
+            c, s = await concurrent(), await sequential()
+        else:
+            s, c = await sequential(), await concurrent()
+        ratios.append(s / c)
+    print(f"| {label} | {statistics.median(ratios):.2f}× | {min(ratios):.2f}–{max(ratios):.2f} |")
+    await mem.close()
+
+
+async def stall() -> None:
+    mem = AsyncMemory(embedder=MiniLMEmbedder(threads=1))
+    await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
+    late: list[float] = []
+    done = False
+
+    async def ticker() -> None:
+        while not done:
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.001)
+            late.append(time.perf_counter() - t0 - 0.001)
+
+    task = asyncio.create_task(ticker())
+    items = [{"text": t, "user_id": "u2"} for t in corpus[args.n : args.n + 10_000]]
+    t0 = time.perf_counter()
+    await asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8]))
+    busy = time.perf_counter() - t0
+    done = True
+    await task
+    late.sort()
+    print(f"\nloop stall while retain_many(10,000) + 8 recalls ran ({busy:.1f} s, {len(late)} wake-ups): "
+          f"longest {late[-1] * 1e3:.2f} ms, p99 {late[int(0.99 * (len(late) - 1))] * 1e3:.2f} ms, "
+          f"median {statistics.median(late) * 1e3:.2f} ms")  # fmt: skip
+    await mem.close()
+
+
+async def main() -> None:
+    print("| embedder | 8 at once / 8 in turn (throughput, median) | range |\n|---|---:|---|")
+    await throughput(MiniLMEmbedder(threads=1), "MiniLM, 1 thread a call")
+    await throughput("auto", "default (bilingual, default threads)")
+    await stall()
+
+
+asyncio.run(main())
