@@ -109,6 +109,17 @@ def test_labels_and_keys_with_quotes_wildcards_and_operators_are_plain_text(stor
     assert store.list_namespaces(prefix=(label,)) == expected
 
 
+def test_put_keeps_what_postgres_store_keeps_of_json_like_values(store: TrimemStore) -> None:
+    import datetime as dt
+    import uuid
+
+    when, uid = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC), uuid.UUID(int=7)
+    store.put(("j",), "k", {"at": when, "id": uid, "tags": {"a"}, "pair": (1, 2), "day": dt.date(2026, 12, 1)})
+    item = store.get(("j",), "k")
+    assert item is not None and item.value == {"at": "2026-12-01T09:30:00Z", "id": str(uid), "tags": ["a"],
+                                               "pair": [1, 2], "day": "2026-12-01"}  # fmt: skip
+
+
 # -- search ------------------------------------------------------------------------------------------
 
 

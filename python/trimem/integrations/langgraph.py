@@ -23,6 +23,9 @@ import os
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
 
 from trimem.errors import DependencyError, InvalidArgumentError
 from trimem.layers.items import ItemPut, ItemStore
@@ -57,6 +60,17 @@ def _time(micros: int) -> datetime:
 def _item(it: StoredItem) -> Item:
     return Item(value=it.value, key=it.key, namespace=it.namespace, created_at=_time(it.created_at),
                 updated_at=_time(it.updated_at))  # fmt: skip
+
+
+def _json(value: Any) -> Any:
+    """A value as JSON keeps it, as LangGraph's PostgresStore stores one: datetimes and dates as
+    RFC 3339 text, UUIDs and decimals as text, sets and tuples as lists, dataclasses as dicts."""
+    if value is None:
+        return None
+    try:
+        return msgspec.json.decode(msgspec.json.encode(value))
+    except (TypeError, ValueError, msgspec.EncodeError) as e:
+        raise InvalidArgumentError(f"an item's value must be JSON data: {e}") from None
 
 
 def _search_item(it: StoredItem, score: float | None) -> SearchItem:
@@ -142,7 +156,7 @@ class TrimemStore(BaseStore):
         index = op.index
         if self.index_config is None and isinstance(index, list):
             index = None  # LangGraph ignores fields when the store has no index
-        return ItemPut(tuple(op.namespace), op.key, op.value, index=index,
+        return ItemPut(tuple(op.namespace), op.key, _json(op.value), index=index,
                        ttl=op.ttl if op.value is not None else None)  # fmt: skip
 
     def _search(self, op: SearchOp, refresh: list[StoredItem]) -> list[SearchItem]:
