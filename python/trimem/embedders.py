@@ -90,6 +90,7 @@ _NGRAM_SIZES = (3, 4)
 _NGRAM_MIN_TERM = 4  # terms shorter than this get no character n-grams
 _NGRAM_WEIGHT = 1.5  # L2 mass of a term's n-grams relative to the term itself
 _CACHE_LIMIT = 1 << 18
+_CHUNK = 512
 
 
 class HashingEmbedder(NamedModel):
@@ -175,6 +176,13 @@ class HashingEmbedder(NamedModel):
 
     def __call__(self, texts: Sequence[str], /) -> Vectors:
         items = _as_texts(texts)
+        if len(items) > _CHUNK:
+            # a bounded chunk at a time: each numpy gather below holds the GIL throughout, and
+            # other threads (an event loop, say) should not wait on a whole batch
+            return np.concatenate([self._embed(items[i : i + _CHUNK]) for i in range(0, len(items), _CHUNK)])
+        return self._embed(items)
+
+    def _embed(self, items: list[str]) -> Vectors:
         n, dim = len(items), self._dim
         cache, features = self._cache, self._features
         idx_parts: list[tuple[int, ...]] = []
