@@ -134,9 +134,15 @@ class ItemTable:
         if want <= 0 or not spaces:
             return []
 
+        passing: list[Item] | None = None
+
         def live() -> list[Item]:
-            found = [i for ns in spaces for i in self._by_ns[ns].values() if not _expired(i, q.now)]
-            return [i for i in found if matches(i.value, q.filter)] if q.filter is not None else found
+            """The live items under the prefix that pass the filter (read once, on first need)."""
+            nonlocal passing
+            if passing is None:
+                found = (i for ns in spaces for i in self._by_ns[ns].values() if not _expired(i, q.now))
+                passing = [i for i in found if q.filter is None or matches(i.value, q.filter)]
+            return passing
 
         if q.text is None and q.vector is None:
             return [(i, None) for i in _newest_first(live())[q.offset : want]]
