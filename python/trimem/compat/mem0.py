@@ -25,18 +25,20 @@ shapes mem0ai 2.2.1 returns (``{"results": [{"id", "memory", "event", ...}]}``),
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from trimem.aio import _Async, _coro
 from trimem.errors import InvalidArgumentError, NotSupportedError, UnknownIdError
 from trimem.layers.items import ItemPut
 from trimem.memory import Memory as TrimemMemory
 from trimem.records import Item
+from trimem.scope import check_id
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -54,13 +56,12 @@ def _iso(micros: int) -> str:
 
 
 def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str]:
-    scope = {k: v for k, v in zip(_SCOPES, (user_id, agent_id, run_id), strict=True) if v is not None}
-    for k, v in scope.items():
-        if not isinstance(v, str) or not v.strip():
-            raise InvalidArgumentError(f"{k} must be a non-empty string, got {v!r}")
+    given = zip(_SCOPES, (user_id, agent_id, run_id), strict=True)
+    # mem0 trims ids; what is left is checked as every trimem id is
+    scope = {k: check_id(k, v.strip() if isinstance(v, str) else v) for k, v in given if v is not None}
     if not scope:
         raise InvalidArgumentError("at least one of user_id, agent_id, run_id is required")
-    return {k: v.strip() for k, v in scope.items()}
+    return scope
 
 
 def _filter(filters: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class Memory:
 
     # -- writes --------------------------------------------------------------------------------------------
 
-    def add(self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+    def add(self, /, messages: Any, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
             metadata: dict[str, Any] | None = None, infer: bool = True, **kwargs: Any) -> dict[str, Any]:  # fmt: skip
         """Adds memories from `messages` (a string, a message dict, or a list of them)."""
         unsupported = sorted(k for k, v in kwargs.items() if v is not None)
@@ -199,23 +200,25 @@ class Memory:
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str) -> dict[str, str]:
-        item = self._get_item(memory_id)
-        fact = item.value.get("fact")
-        if fact is not None:
-            self.memory.facts.delete(fact["key"], user_id=fact["user_id"], agent_id=fact["agent_id"])
-        self._items.delete(NAMESPACE, memory_id)
+        self._delete([self._get_item(memory_id)])
         return {"message": "Memory deleted successfully!"}
 
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> dict[str, str]:  # fmt: skip
-        for item in self._list(_scope(user_id, agent_id, run_id), MAX_LIST):
-            self.delete(item.key)
+        self._delete(self._list(_scope(user_id, agent_id, run_id), MAX_LIST))
         return {"message": "Memories deleted successfully!"}
 
     def reset(self) -> None:
         """Deletes every mem0 memory (and the facts behind them)."""
-        for item, _ in self._items.search(NAMESPACE, limit=MAX_LIST):
-            self.delete(item.key)
+        self._delete([item for item, _ in self._items.search(NAMESPACE, limit=MAX_LIST)])
+
+    def _delete(self, items: list[Item]) -> None:
+        """Deletes memories (the facts behind fact memories, then every item in one write)."""
+        for item in items:
+            fact = item.value.get("fact")
+            if fact is not None:
+                self.memory.facts.delete(fact["key"], user_id=fact["user_id"], agent_id=fact["agent_id"])
+        self._items.apply([ItemPut(NAMESPACE, item.key, None) for item in items])
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -247,12 +250,12 @@ class Memory:
         item = self._items.get(NAMESPACE, memory_id) if isinstance(memory_id, str) and memory_id else None
         return None if item is None else self._shape(item)
 
-    def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
+    def get_all(self, /, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
         if kwargs:
             raise InvalidArgumentError(f"get_all takes the scope in filters=, not {sorted(kwargs)}")
         return {"results": [self._shape(i) for i in self._list(filters or {}, top_k)]}
 
-    def search(self, query: str, *, top_k: int = 20, filters: dict[str, Any] | None = None, threshold: float = 0.1,
+    def search(self, /, query: str, *, top_k: int = 20, filters: dict[str, Any] | None = None, threshold: float = 0.1,
                **kwargs: Any) -> dict[str, Any]:  # fmt: skip
         """Memories matching `query` by keywords and meaning within `filters`, best first."""
         if kwargs:
@@ -279,39 +282,21 @@ class Memory:
         return rows
 
 
-class AsyncMemory:
+class AsyncMemory(_Async[Memory]):
     """:class:`Memory` with every verb a coroutine (run on a worker thread: the engine releases
     the GIL, the event loop never waits)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, memory: TrimemMemory | None = None,
-                 embedder: Any = "auto") -> None:  # fmt: skip
-        self.sync = Memory(path, memory=memory, embedder=embedder)
+                 embedder: Any = "auto", max_workers: int | None = None) -> None:  # fmt: skip
+        pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="trimem-mem0")
+        super().__init__(Memory(path, memory=memory, embedder=embedder), pool)
 
-    async def add(self, messages: Any, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.add, messages, **kwargs)
-
-    async def search(self, query: str, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.search, query, **kwargs)
-
-    async def get(self, memory_id: str) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.sync.get, memory_id)
-
-    async def get_all(self, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.get_all, **kwargs)
-
-    async def update(
-        self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> dict[str, str]:
-        return await asyncio.to_thread(self.sync.update, memory_id, text, metadata)
-
-    async def delete(self, memory_id: str) -> dict[str, str]:
-        return await asyncio.to_thread(self.sync.delete, memory_id)
-
-    async def delete_all(self, **kwargs: Any) -> dict[str, str]:
-        return await asyncio.to_thread(self.sync.delete_all, **kwargs)
-
-    async def history(self, memory_id: str) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.sync.history, memory_id)
-
-    async def reset(self) -> None:
-        await asyncio.to_thread(self.sync.reset)
+    add = _coro(Memory.add)
+    search = _coro(Memory.search)
+    get = _coro(Memory.get)
+    get_all = _coro(Memory.get_all)
+    update = _coro(Memory.update)
+    delete = _coro(Memory.delete)
+    delete_all = _coro(Memory.delete_all)
+    history = _coro(Memory.history)
+    reset = _coro(Memory.reset)

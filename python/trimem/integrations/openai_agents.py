@@ -22,7 +22,7 @@ import threading
 from typing import Any, Final
 
 from trimem.errors import DependencyError, TrimemError
-from trimem.layers.items import ItemPut
+from trimem.layers.items import ItemPut, check_namespace
 from trimem.memory import Memory
 
 try:
@@ -68,9 +68,8 @@ class TrimemSession:
         self.session_id = session_id
         self.session_settings = session_settings
         self.memory = memory if memory is not None else Memory(embedder=None)
-        self._namespace = (NAMESPACE, agent_id, session_id)
+        self._namespace = check_namespace((NAMESPACE, agent_id, session_id))
         self._items = self.memory.items
-        self._items.search(self._namespace, limit=0)  # checks the namespace now
         self._retain_as, self._agent_id = retain_as, agent_id
         self._lock = threading.Lock()
 
