@@ -417,12 +417,14 @@ class PostgresBackend:
         for (table, rid), counts in self._pending.items():
             by_table.setdefault(table, []).append((rid, counts))
         for table, rows in by_table.items():
-            rows.sort()  # one lock order for every writer
+            rows.sort()  # one lock order for every writer, taken first: a joined UPDATE locks in plan order
+            ids = [r for r, _ in rows]
+            conn.execute(f"SELECT FROM {self._t(table)} WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE", (ids,))
             conn.execute(
                 f"UPDATE {self._t(table)} r SET accesses = r.accesses + u.a, mentions = r.mentions + u.m, "
                 "last_access = greatest(r.last_access, u.at) FROM unnest(%s::bigint[], %s::int[], %s::int[], "
                 "%s::bigint[]) AS u(id, a, m, at) WHERE r.id = u.id",
-                ([r for r, _ in rows], [c[0] for _, c in rows], [c[1] for _, c in rows], [c[2] for _, c in rows]),
+                (ids, [c[0] for _, c in rows], [c[1] for _, c in rows], [c[2] for _, c in rows]),
             )
 
     def touch(
