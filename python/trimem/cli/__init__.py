@@ -538,8 +538,22 @@ def _run_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_ingest(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from trimem.cli.ingest import add_parser
+
+    add_parser(sub)
+
+
+def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from trimem.cli.store import add_parsers
+
+    add_parsers(sub)
+
+
 COMMANDS: list[tuple[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]]] = [
     ("demo", _add_demo),
+    ("ingest", _add_ingest),
+    ("recall, facts, export, import, stats, check", _add_store_commands),
     ("bench", _add_bench),
     ("eval", _add_eval),
     ("migrate", _add_migrate),
