@@ -3,6 +3,7 @@ runs the sync call on a thread pool (the engine releases the GIL while it search
 writes), so the event loop is never blocked by a memory call.
 
 >>> import asyncio
+import contextvars
 >>> from trimem import AsyncMemory
 >>> async def main() -> list[str]:
 ...     async with AsyncMemory(embedder="hashing") as mem:
@@ -21,6 +22,7 @@ Layers are there too: ``await mem.facts.get(...)``, ``await mem.knowledge.search
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
 from collections.abc import Callable, Coroutine
@@ -47,7 +49,9 @@ class _Async(Generic[T]):
 
     async def _run(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, self.sync, *args, **kwargs))
+        # the caller's context goes along (as asyncio.to_thread does): its current span parents ours
+        call = functools.partial(contextvars.copy_context().run, fn, self.sync, *args, **kwargs)
+        return await loop.run_in_executor(self._pool, call)
 
 
 def _coro(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:

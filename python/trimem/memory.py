@@ -42,12 +42,14 @@ from trimem.pipeline.routing import place
 from trimem.records import Durability, Episode, FactChange, Mention, Placement, RecalledEpisode, Recovery, Turn
 from trimem.reflect import Extractor
 from trimem.rewrite import Rewriter
+from trimem.telemetry import instrument
 from trimem.timeutil import TimeLike, now_micros
 
 if TYPE_CHECKING:
     from trimem.graph import MemoryGraph
 
 
+@instrument
 class Memory:
     """Three-layer agent memory: `Memory()` in process, `Memory("./folder")` an embedded store,
     `Memory("postgresql://…")` one shared on PostgreSQL (``?schema=name``; the postgres extra).
@@ -358,8 +360,7 @@ class Memory:
     # -- the store --------------------------------------------------------------------------------
 
     def checkpoint(self) -> None:
-        """Writes a snapshot and starts an empty log, so a reopen loads instead of replaying.
-        Searches continue while it runs; writes wait. A no-op for an in-process memory."""
+        """A snapshot and an empty log (a reopen loads, not replays); searches go on, writes wait."""
         self._backend.checkpoint()
 
     def purge(self) -> None:
@@ -377,8 +378,7 @@ class Memory:
         return self._backend.recovery()
 
     def flush_touches(self) -> None:
-        """Writes the pending use counts to the log now."""
-        self._backend.flush()
+        self._backend.flush()  # the pending use counts, to the log now
 
     def close(self) -> None:
         """Stops the reflector and closes the store (flushing buffered writes)."""

@@ -26,6 +26,7 @@ RANKS: list[tuple[str, ...]] = [
         "trimem.timeutil",
         "trimem.options",
         "trimem.tokens",
+        "trimem.telemetry",
         "trimem._vendor",
         "trimem.text",
         "trimem.embedders",

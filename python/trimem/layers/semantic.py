@@ -29,6 +29,7 @@ from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdErro
 from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
+from trimem.telemetry import instrument
 from trimem.text.keys import is_note_key
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
@@ -59,6 +60,7 @@ def _sources(source: Iterable[int]) -> list[int]:
     return out
 
 
+@instrument
 class Facts(IndexedLayer):
     """Key → value facts per (agent, user), each with its full history and provenance; the
     current ones are indexed by keywords and meaning (:meth:`search`)."""
@@ -260,6 +262,7 @@ class Facts(IndexedLayer):
         return self._backend.fact_vectors(agent_id, user_id, keys)
 
 
+@instrument
 class KnowledgeBase(IndexedLayer):
     """General documents of an agent (shared by its users) or private to one user. Adding a
     document with the `source` of an existing one in the same scope supersedes it."""
