@@ -1,6 +1,7 @@
 """`python -m trimem ingest` against `Memory.retain_many` on the same turns, same run:
 
-    python benches/ingest_rate.py [--rounds 3] [--embedder auto] [--data ../shared/data/locomo10.json]
+    python benches/ingest_rate.py [--rounds 3] [--embedder auto] [--conversations 10]
+                                  [--data ../shared/data/locomo10.json]
 
 Each round, in alternating order: the CLI's ingest (called in process through
 ``trimem.cli.main``, parsing the LoCoMo file, batching, writing its position after each batch)
@@ -29,9 +30,14 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--embedder", default="auto")
 ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"))
+ap.add_argument("--conversations", type=int, default=10, help="the first N conversations only")
 args = ap.parse_args()
 
-turns = [m.fields for m in read_locomo(json.loads(Path(args.data).read_text()), user_id=None, agent_id="default")]
+samples = json.loads(Path(args.data).read_text())[: args.conversations]
+subset = Path(tempfile.mkdtemp(prefix="trimem-ingest-data-")) / "conversations.json"
+subset.write_text(json.dumps(samples))  # a temporary copy of the first N, read by both sides
+args.data = str(subset)
+turns = [m.fields for m in read_locomo(samples, user_id=None, agent_id="default")]
 
 
 def timed_ingest(folder: Path, embedder: str) -> float:
