@@ -30,6 +30,8 @@ __all__ = [
     "MIN_COSINE",
     "MIN_COSINE_ALONE",
     "MIN_WHOLE_SHARE",
+    "NEIGHBOUR_POOL",
+    "NEIGHBOUR_STEPS",
     "Policy",
     "explain",
 ]
@@ -58,6 +60,14 @@ MIN_COSINE: Final = 0.3
 unrelated and dropped."""
 MIN_COSINE_ALONE: Final = 0.6
 """A confident match on similarity alone (no keyword needed) reaches this cosine."""
+
+NEIGHBOUR_POOL: Final = 50
+"""Candidates a recall weighs at least when it credits a turn with its neighbours' scores
+(``Policy.neighbour_share``), whatever its ``k``: the first 5 of a recall are those of a recall
+of 50."""
+NEIGHBOUR_STEPS: Final = 64
+"""How many records of a user's episodes, in time order, the embedded store walks each way from
+a turn to find the turns said just before and after it in its session."""
 
 SAME_SUBJECT_COSINE: Final = 0.45
 """A note that states a change replaces the earlier note this close in meaning (or sharing a
@@ -114,6 +124,11 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
     # same session with its own text ("Yes, last weekend!" means little alone); keywords see the
     # turn alone.
     embed_context: int = 1
+    # Recall credits a turn with this share of the fused score of the better of its neighbours
+    # in its session (the turns said just before and after it): the request's words are often
+    # in the turn an answer ("Yes, last weekend!") replies to, or in the reply to what a turn
+    # says. 0 ranks each turn on its own.
+    neighbour_share: float = 0.2
     # Keyword analysis of a new store's indexes: English stemming ("running" finds "ran"s
     # neighbour "run") and English stop words. A store keeps the analysis it was created with.
     stem: bool = True
@@ -138,6 +153,8 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidArgumentError(f"rrf_k must be a finite number >= 0, got {self.rrf_k!r}")
         if len(self.weights) != 2 or not all(np.isfinite(w) and w >= 0 for w in self.weights):
             raise InvalidArgumentError(f"weights must be two finite numbers >= 0, got {self.weights!r}")
+        if not (isinstance(self.neighbour_share, (int, float)) and 0.0 <= self.neighbour_share <= 1.0):
+            raise InvalidArgumentError(f"neighbour_share must be in [0, 1], got {self.neighbour_share!r}")
         if not 0 <= self.embed_context <= 8:
             raise InvalidArgumentError(f"embed_context must be in [0, 8], got {self.embed_context!r}")
         if self.working_bound < 1 or self.touch_flush < 1:

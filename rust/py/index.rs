@@ -325,6 +325,20 @@ impl HybridIndex {
             .collect())
     }
 
+    /// For each id, the ids written just before and after it in its session (`None` at a
+    /// session's edge, for a record without a session or an unknown id), looking at most
+    /// `steps` records of its namespace each way in time order.
+    #[pyo3(signature = (ids, *, steps = 64))]
+    fn session_neighbours(
+        &self,
+        py: Python<'_>,
+        ids: &Bound<'_, PyAny>,
+        steps: usize,
+    ) -> PyResult<Vec<(Option<u64>, Option<u64>)>> {
+        let ids = convert::ids(ids)?;
+        Ok(self.read(py, |e| e.session_neighbours(&ids, steps)))
+    }
+
     /// Ids as a uint64 array: all of them, or those a namespace / session / time range matches.
     #[pyo3(signature = (*, namespace = None, session = None, time_range = None))]
     fn ids<'py>(

@@ -104,6 +104,36 @@ def test_time_range_and_session_filter_inside_the_search(backend: Backend) -> No
     assert sorted(h.episode.id for h in in_session) == [first + 1, first + 2]
 
 
+def test_session_neighbours_are_the_turns_said_around_each(backend: Backend) -> None:
+    """Against a brute force over what was written: interleaved sessions, a turn without a
+    session, another user's turns between them, a forgotten turn, an unknown id."""
+    rng = np.random.default_rng(3)
+    first = backend.reserve_ids(60)
+    eps = []
+    for i in range(60):
+        session = [None, "s1", "s2", "s3"][int(rng.integers(0, 4))]
+        user = "v" if i % 7 == 3 else "u"
+        eps.append(Episode(id=first + i, agent_id="a", user_id=user, text=f"turn {i}", timestamp=1_000 + i,
+                           session_id=session))  # fmt: skip
+    backend.write([OpRetain(episodes=eps)])
+    gone = eps[20]
+    backend.write([OpForget(episode_ids=[gone.id])])
+    alive = [e for e in eps if e.id != gone.id]
+
+    def oracle(e: Episode) -> tuple[int | None, int | None]:
+        if e.session_id is None:
+            return None, None
+        same = [o.id for o in alive if (o.user_id, o.session_id) == (e.user_id, e.session_id)]
+        before, after = [i for i in same if i < e.id], [i for i in same if i > e.id]
+        return (before[-1] if before else None), (after[0] if after else None)
+
+    mine = [e for e in alive if e.user_id == "u"]
+    got = backend.session_neighbours("a/u", [e.id for e in mine] + [first + 10_000])
+    assert got == [oracle(e) for e in mine] + [(None, None)]
+    assert any(p is not None and n is not None for p, n in got)  # the case is not trivially empty
+    assert backend.session_neighbours("a/u", []) == []
+
+
 def test_a_near_duplicate_maps_to_the_stored_episode(backend: Backend) -> None:
     (kept,) = _retain(backend, ["We moved billing to Fly.io after the outage"], dedup=(0.8, 0.9), vectors=False)
     (again,) = _retain(backend, ["we moved billing to fly.io after the outage!"], dedup=(0.8, 0.9), vectors=False)

@@ -148,6 +148,7 @@ def assemble(
         embedding=embedding,
         rewriter=rewriter or RuleRewriter(),
         tz=tz,
+        policy=policy,
     )
     lifecycle = Lifecycle(backend, episodic=episodic, sessions=sessions, policy=policy)
     return Parts(

@@ -18,7 +18,7 @@ import numpy as np
 
 from trimem._checks import check_bool, check_callable, check_int, shown
 from trimem._core import tokenize
-from trimem.config import PROFILE_K
+from trimem.config import NEIGHBOUR_POOL, PROFILE_K, Policy
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.layers._shared import Embedding, check_text
 from trimem.pipeline._overlap import Read
@@ -54,8 +54,10 @@ class Recall:
         embedding: Embedding,
         rewriter: Rewriter,
         tz: tzinfo,
+        policy: Policy | None = None,
     ) -> None:
         self._backend = backend
+        self._policy = policy or Policy()
         self._episodic = episodic
         self._facts = facts
         self._knowledge = knowledge
@@ -139,8 +141,14 @@ class Recall:
         vector = self._embed.query(query if self._embed.vouches(query) else text)
         t2 = time.perf_counter()
         depth = k * rerank_depth if rerank is not None else k
-        search = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id, k=depth,
-                                   session_id=session_id if same_session else None, vector=vector, now=at)  # fmt: skip
+        # twice the turns asked (at least NEIGHBOUR_POOL) are weighed with their neighbours
+        found = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id,
+                                  k=max(2 * depth, NEIGHBOUR_POOL), session_id=session_id if same_session else None,
+                                  vector=vector, now=at)  # fmt: skip
+
+        def search(*, time_range: tuple[int, int] | None) -> list[RecalledEpisode]:
+            return self._in_context(found(time_range=time_range), namespace)[:depth]
+
         find_knowledge = functools.partial(self._knowledge.search, text, agent_id=agent_id, user_id=user_id,
                                            k=k_knowledge, vector=vector, now=at, before=cutoff)  # fmt: skip
         # A server answers on several connections at once: the searches, the longest reads, start
@@ -189,6 +197,27 @@ class Recall:
             tz=tz,
             layers=[*layers, "semantic", "episodic"],
         )
+
+    def _in_context(self, found: list[RecalledEpisode], namespace: str) -> list[RecalledEpisode]:
+        """Credits each found turn with ``policy.neighbour_share`` of the fused score of the better
+        of its neighbours in its session (the turns said just before and after it; one not among
+        the found adds nothing) and orders them again, confident ones first. The words of a
+        request often sit in a neighbour of the turn that answers it: "Yes, last weekend!"
+        replies to "Did you go to the lake?"."""
+        share = self._policy.neighbour_share
+        if len(found) < 2 or share == 0.0:
+            return found
+        score: dict[int | None, float] = {r.episode.id: r.scored.score for r in found}
+        out = []
+        for r, (prev, nxt) in zip(found, self._backend.session_neighbours(namespace, [r.episode.id for r in found])):
+            add = share * max(score.get(prev, 0.0), score.get(nxt, 0.0))
+            if add > 0.0:
+                explained = {**r.scored.explain, "context": round(add, 6)}
+                scored = msgspec.structs.replace(r.scored, score=r.scored.score + add, explain=explained)
+                r = RecalledEpisode(r.episode, scored, r.via_fact)
+            out.append(r)
+        out.sort(key=lambda r: (r.scored.weak, -r.scored.score))  # stable: ties keep the fused order
+        return out
 
     def _profile(
         self,

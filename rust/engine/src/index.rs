@@ -842,6 +842,23 @@ impl HybridIndex {
             .collect())
     }
 
+    /// For each id, the ids written just before and after it in its session, looking at most
+    /// `steps` records of its namespace each way in time order (see
+    /// [`Records::session_neighbours`]); `(None, None)` for an unknown id or a record without
+    /// a session.
+    pub fn session_neighbours(&self, ids: &[u64], steps: usize) -> Vec<(Option<u64>, Option<u64>)> {
+        let id_of = |s: Option<u32>| s.map(|s| self.records.ids[s as usize]);
+        ids.iter()
+            .map(|&id| match self.records.slot(id) {
+                Some(slot) => {
+                    let (p, n) = self.records.session_neighbours(slot, steps);
+                    (id_of(p), id_of(n))
+                }
+                None => (None, None),
+            })
+            .collect()
+    }
+
     /// Ids of all records, in slot order.
     pub fn ids(&self) -> Vec<u64> {
         self.records

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
+use std::ops::Bound;
 
 // foldhash: fast, and seeded per process (no hash flooding from crafted text or ids).
 use foldhash::{HashMap, HashMapExt};
@@ -483,6 +484,44 @@ impl Records {
                 .by_namespace_time
                 .range(key(i64::MIN, 0)..=key(i64::MAX, u32::MAX)),
         }
+    }
+
+    /// The records written just before and after `slot` in its session (same namespace and
+    /// session): the nearest lower and higher ids among the `steps` records on either side of it
+    /// in the namespace's time order. Ids grow in the order records are written, so in a
+    /// conversation these are the turns said just before and after it; a record stamped far from
+    /// its session's other records (an event dated to when it happened) may find none.
+    pub fn session_neighbours(&self, slot: u32, steps: usize) -> (Option<u32>, Option<u32>) {
+        let s = slot as usize;
+        let (ns, sess, id) = (self.namespace[s], self.session[s], self.ids[s]);
+        if sess == 0 || !self.alive[s] {
+            return (None, None);
+        }
+        let key = |timestamp, slot| NsTime {
+            timestamp,
+            namespace: ns,
+            slot,
+        };
+        let here = key(self.timestamps[s], slot);
+        let before = self.by_namespace_time.range(key(i64::MIN, 0)..here).rev();
+        let after = self.by_namespace_time.range((
+            Bound::Excluded(here),
+            Bound::Included(key(i64::MAX, u32::MAX)),
+        ));
+        let (mut prev, mut next): (Option<u32>, Option<u32>) = (None, None);
+        for k in before.take(steps).chain(after.take(steps)) {
+            let t = k.slot as usize;
+            if self.session[t] != sess {
+                continue;
+            }
+            let other = self.ids[t];
+            if other < id && prev.is_none_or(|p| self.ids[p as usize] < other) {
+                prev = Some(k.slot);
+            } else if other > id && next.is_none_or(|n| self.ids[n as usize] > other) {
+                next = Some(k.slot);
+            }
+        }
+        (prev, next)
     }
 
     pub fn all_slots(&self) -> impl Iterator<Item = u32> + '_ {

@@ -45,7 +45,7 @@ from trimem._backend.ops import (
 )
 from trimem._checks import check_path
 from trimem._core import Hits, HybridIndex
-from trimem.config import CHECKPOINT_BYTES, explain
+from trimem.config import CHECKPOINT_BYTES, NEIGHBOUR_STEPS, explain
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
     Durability,
@@ -524,6 +524,10 @@ class EmbeddedBackend:
     ) -> list[int]:
         ids = self._episodes.ids(namespace=namespace, session=session, time_range=time_range)
         return [int(i) for i in ids]
+
+    def session_neighbours(self, namespace: str, ids: Sequence[int]) -> list[tuple[int | None, int | None]]:
+        # a session's turns lie close together in the namespace's time order: a bounded walk
+        return self._episodes.session_neighbours(list(ids), steps=NEIGHBOUR_STEPS)
 
     def search_episodes(self, query: Query, policy: Policy) -> list[RecalledEpisode]:
         hits, order, weak = self._search(self._episodes, query, policy, "episodic")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["is_dsn", "split_schema"]
+__all__ = ["is_dsn", "redacted", "split_schema"]
 
 
 def is_dsn(path: object) -> bool:
@@ -23,3 +23,12 @@ def split_schema(dsn: str, default: str = "trimem") -> tuple[str, str]:
     schema = next(v for k, v in query if k == "schema")
     rest = urlencode([(k, v) for k, v in query if k != "schema"])
     return urlunsplit(parts._replace(query=rest)), schema
+
+
+def redacted(dsn: str) -> str:
+    """The DSN with its password masked (for reprs and messages)."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

@@ -24,7 +24,6 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 import numpy as np
@@ -49,11 +48,12 @@ from trimem._backend.ops import (
     OpTouch,
     OpWorking,
 )
+from trimem._backend.postgres import redacted, search
 from trimem._backend.postgres.items import ItemRows, ItemWrites
 from trimem._backend.postgres.schema import COLLECTIONS, SCHEMA_VERSION, migrate
 from trimem._backend.postgres.search import Candidate, hybrid_statement, label, span_statement, vector_leg
 from trimem._backend.postgres.writes import SMALL_BATCH, Writes, as_array, lock_key, terms_of
-from trimem.config import explain
+from trimem.config import NEIGHBOUR_STEPS, explain
 from trimem.errors import (
     DependencyError,
     EmbedderMismatchError,
@@ -97,14 +97,6 @@ random pause of up to this many seconds, doubling each time."""
 _TRUSTED_FOR: Final = 1.0
 """Seconds a connection back from a successful use is taken to be alive without asking the
 server (a connection idle longer is checked as it leaves the pool)."""
-
-
-def _redacted(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 class _LockConnection:
@@ -164,7 +156,7 @@ class PostgresBackend:
         }  # fmt: skip
         self.items = ItemRows(schema, dim, self._conn, stem=stem, stopwords=stopwords)
         self.touch_flush = touch_flush
-        self.path = _redacted(dsn)  # shown in reprs and messages: never the password
+        self.path = redacted(dsn)  # shown in reprs and messages: never the password
         self._dsn = dsn
         self._locks = _LockConnection()  # holds scope_lock's advisory locks
         self._held: dict[int, int] = {}  # advisory lock key → re-entries held by this process
@@ -481,6 +473,14 @@ class PostgresBackend:
                 f"SELECT id FROM {self._t('episodes')} WHERE {' AND '.join(where)} ORDER BY id", params
             ).fetchall()
         return [int(r[0]) for r in rows]
+
+    def session_neighbours(self, namespace: str, ids: Sequence[int]) -> list[tuple[int | None, int | None]]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                search.neighbours_statement(self._t("episodes"), NEIGHBOUR_STEPS), (namespace, list(ids))
+            )
+            found = {i: (before, after) for i, before, after in rows.fetchall()}
+        return [found.get(i, (None, None)) for i in ids]
 
     def _search(self, table: str, q: Query, policy: Policy, layer: str, *, every_fact: bool = False
                 ) -> list[tuple[tuple[Any, ...], Scored]]:  # fmt: skip

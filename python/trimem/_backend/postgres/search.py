@@ -22,7 +22,18 @@ from psycopg import sql
 
 from trimem._backend import Query, confident
 
-__all__ = ["EXACT_SPAN", "K1", "B", "Candidate", "hybrid_statement", "label", "span_statement", "vector_leg", "window"]
+__all__ = [
+    "EXACT_SPAN",
+    "K1",
+    "B",
+    "Candidate",
+    "hybrid_statement",
+    "label",
+    "neighbours_statement",
+    "span_statement",
+    "vector_leg",
+    "window",
+]
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -271,3 +282,17 @@ def label(rows: list[tuple[Any, ...]], q: Query, n_terms: int, *, every_fact: bo
         support=lambda asked: support,
     )
     return [not bool(x) for x in ok]
+
+
+@functools.cache
+def neighbours_statement(table: str, steps: int) -> str:
+    """For the episodes ``ANY(%s)`` of namespace ``%s``: each id with the nearest ids of its session
+    among the `steps` nearest of the namespace on either side (a bounded walk of the primary key,
+    as the embedded store walks its time order); NULL where none is."""
+    near = (
+        "SELECT {agg}(w.id) FROM (SELECT e.id, e.session FROM {t} e WHERE e.namespace = c.namespace "
+        "AND e.id {op} c.id ORDER BY e.id {dir} LIMIT {steps}) w WHERE w.session = c.session"
+    )
+    before = near.format(agg="max", t=table, op="<", dir="DESC", steps=int(steps))
+    after = near.format(agg="min", t=table, op=">", dir="ASC", steps=int(steps))
+    return f"SELECT c.id, ({before}), ({after}) FROM {table} c WHERE c.namespace = %s AND c.id = ANY(%s::bigint[])"
