@@ -61,10 +61,10 @@ unrelated and dropped."""
 MIN_COSINE_ALONE: Final = 0.6
 """A confident match on similarity alone (no keyword needed) reaches this cosine."""
 
-NEIGHBOUR_POOL: Final = 50
+NEIGHBOUR_POOL: Final = 20
 """Candidates a recall weighs at least when it credits a turn with its neighbours' scores
-(``Policy.neighbour_share``), whatever its ``k``: the first 5 of a recall are those of a recall
-of 50."""
+(``Policy.neighbour_share``); twice ``k`` when that is more. Every recall of ``k`` ≤ 10 weighs the
+same pool, so a short recall is the head of a longer one."""
 NEIGHBOUR_STEPS: Final = 64
 """How many records of a user's episodes, in time order, the embedded store walks each way from
 a turn to find the turns said just before and after it in its session."""
