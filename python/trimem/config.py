@@ -75,7 +75,7 @@ word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
 PROFILE_K: Final = 12
 """Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
 ones and those the request names by key."""
-PROFILE_SHARE: Final = 0.75
+PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""
 

@@ -30,7 +30,7 @@ SECTION_TITLES = {
 }
 
 _WEAK = "(weak match) "
-_HISTORY_CHARS = 40  # a superseded value is shown this long at most: the current one is what counts
+_HISTORY_CHARS = 120  # a superseded value is shown this long at most
 
 
 def _quote(text: str, limit: int = 2000) -> str:
