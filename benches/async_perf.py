@@ -8,8 +8,9 @@ the event loop while memory works:
   alternating between rounds; the figure is the median over rounds of sequential time /
   concurrent time. Twice: with the embedder limited to one thread per call (MiniLM,
   ``threads=1``) and with the default embedder at its default threads.
-* loop stall: a task sleeping 1 ms in a loop records how late each wake-up is while
-  ``retain_many`` of 10,000 episodes and 8 recalls run together; the longest lateness.
+* loop stall: a task sleeping 1 ms in a loop records how late each wake-up is: with nothing
+  else running (the machine's own noise), while ``--rounds`` rounds of 8 recalls at once run, and
+  while ``retain_many`` of 10,000 episodes and 8 recalls run together; the longest lateness.
 """
 
 import argparse
@@ -17,6 +18,7 @@ import asyncio
 import statistics
 import time
 import warnings
+from collections.abc import Awaitable, Callable
 
 from trimem import AsyncMemory
 from trimem.bench.datasets import query_texts, texts
@@ -58,9 +60,8 @@ async def throughput(embedder: object, label: str) -> None:
     await mem.close()
 
 
-async def stall() -> None:
-    mem = AsyncMemory(embedder=MiniLMEmbedder(threads=1))
-    await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
+async def watched(label: str, work: Callable[[], Awaitable[object]]) -> None:
+    """Runs `work` while a task sleeping 1 ms at a time records how late each wake-up is."""
     late: list[float] = []
     done = False
 
@@ -71,16 +72,34 @@ async def stall() -> None:
             late.append(time.perf_counter() - t0 - 0.001)
 
     task = asyncio.create_task(ticker())
-    items = [{"text": t, "user_id": "u2"} for t in corpus[args.n : args.n + 10_000]]
     t0 = time.perf_counter()
-    await asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8]))
+    await work()
     busy = time.perf_counter() - t0
     done = True
     await task
     late.sort()
-    print(f"\nloop stall while retain_many(10,000) + 8 recalls ran ({busy:.1f} s, {len(late)} wake-ups): "
-          f"longest {late[-1] * 1e3:.2f} ms, p99 {late[int(0.99 * (len(late) - 1))] * 1e3:.2f} ms, "
-          f"median {statistics.median(late) * 1e3:.2f} ms")  # fmt: skip
+    print(f"| {label} | {busy:.1f} s | {len(late)} | {late[-1] * 1e3:.2f} | {late[int(0.99 * (len(late) - 1))] * 1e3:.2f} "
+          f"| {statistics.median(late) * 1e3:.2f} |")  # fmt: skip
+
+
+async def stall() -> None:
+    mem = AsyncMemory(embedder=MiniLMEmbedder(threads=1))
+    await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
+    await asyncio.gather(*(mem.recall(q, user_id="u1") for q in questions[:8]))  # every path warm
+    print(
+        "\n| loop stall while … ran (MiniLM, 1 thread a call; default pool) | busy | wake-ups | longest ms "
+        "| p99 ms | median ms |\n|---|---:|---:|---:|---:|---:|"
+    )
+
+    async def rounds() -> None:
+        for r in range(args.rounds):
+            await asyncio.gather(*(mem.recall(q, user_id="u1") for q in questions[8 * r : 8 * r + 8]))
+
+    items = [{"text": t, "user_id": "u2"} for t in corpus[args.n : args.n + 10_000]]
+    await watched("nothing (the machine's own noise)", lambda: asyncio.sleep(1.0))
+    await watched(f"8 recalls at once, {args.rounds} rounds", rounds)
+    await watched("retain_many(10,000) + 8 recalls",
+                  lambda: asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8])))  # fmt: skip
     await mem.close()
 
 

@@ -3,7 +3,6 @@ runs the sync call on a thread pool (the engine releases the GIL while it search
 writes), so the event loop is never blocked by a memory call.
 
 >>> import asyncio
-import contextvars
 >>> from trimem import AsyncMemory
 >>> async def main() -> list[str]:
 ...     async with AsyncMemory(embedder="hashing") as mem:
@@ -54,6 +53,14 @@ class _Async(Generic[T]):
         return await loop.run_in_executor(self._pool, call)
 
 
+def default_workers(memory: Memory) -> int:
+    """The pool's default size. In process a call is CPU work (embedding, search, Python between
+    them): threads past the cores only queue for the cores and the GIL, and the event loop, which
+    needs both to wake, waits behind them. A server's calls mostly wait on the network."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(32, cores + 4 if memory.on_server else max(1, cores))
+
+
 def _coro(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
     """The coroutine form of a sync method (same parameters, same docstring)."""
 
@@ -101,15 +108,18 @@ class AsyncItems(_Async[ItemStore]):
 
 class AsyncMemory(_Async[Memory]):
     """A :class:`trimem.Memory` whose verbs are coroutines. Takes `Memory`'s arguments (or
-    `memory=`, one you have); `max_workers`: the pool's threads (default: cores + 4, at most 32).
-    ``sync`` is the memory itself, for what needs no waiting."""
+    `memory=`, one you have); `max_workers`: the pool's threads (default: one per core for a store
+    in process or in a folder, cores + 4 on a server, at most 32). ``sync`` is the memory itself,
+    for what needs no waiting."""
 
     def __init__(
         self, path: str | os.PathLike[str] | None = None, *, memory: Memory | None = None,
         max_workers: int | None = None, **options: Any,
     ) -> None:  # fmt: skip
-        pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="trimem-async")
-        super().__init__(memory if memory is not None else Memory(path, **options), pool)
+        memory = memory if memory is not None else Memory(path, **options)
+        workers = max_workers if max_workers is not None else default_workers(memory)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trimem-async")
+        super().__init__(memory, pool)
         self.facts = AsyncFacts(self.sync.facts, pool)
         self.knowledge = AsyncKnowledge(self.sync.knowledge, pool)
         self.items = AsyncItems(self.sync.items, pool)

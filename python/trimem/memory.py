@@ -64,20 +64,11 @@ class Memory:
     """
 
     def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        embedder: Any = "auto",
-        durability: Durability = "fsync",
-        rewriter: Rewriter | None = None,
-        extractor: Extractor | None = None,
-        tz: tzinfo = UTC,
-        min_bm25_share: float = MIN_BM25_SHARE,
-        min_cosine: float | None = None,
-        min_cosine_alone: float | None = None,
-        checkpoint_bytes: int = CHECKPOINT_BYTES,
-        policy: Policy | None = None,
-    ) -> None:
+        self, path: str | os.PathLike[str] | None = None, *, embedder: Any = "auto", durability: Durability = "fsync",
+        rewriter: Rewriter | None = None, extractor: Extractor | None = None, tz: tzinfo = UTC,
+        min_bm25_share: float = MIN_BM25_SHARE, min_cosine: float | None = None, min_cosine_alone: float | None = None,
+        checkpoint_bytes: int = CHECKPOINT_BYTES, policy: Policy | None = None,
+    ) -> None:  # fmt: skip
         p = assemble(
             path, embedder=embedder, durability=durability, rewriter=rewriter, extractor=extractor, tz=tz,
             floors=(min_bm25_share, min_cosine, min_cosine_alone), checkpoint_bytes=checkpoint_bytes, policy=policy,
@@ -101,6 +92,11 @@ class Memory:
     def path(self) -> str | None:
         """The store's folder (None in process)."""
         return self._backend.path
+
+    @property
+    def on_server(self) -> bool:
+        """Whether a database server holds the store (its calls wait on the network, not the CPU)."""
+        return self._backend.concurrent_reads
 
     # -- retain -----------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 
-from trimem import AsyncMemory, Memory
+from trimem import AsyncMemory, Memory, aio
 from trimem.aio import AsyncFacts, AsyncItems, AsyncKnowledge
 from trimem.errors import InvalidArgumentError
 from trimem.layers.items import ItemStore
@@ -110,3 +110,27 @@ def test_a_cancelled_batch_is_written_whole_or_not_at_all() -> None:
 
     counts = asyncio.run(run())
     assert all(n in (0, 5_000) for n in counts), counts
+
+
+class _OnServer:
+    on_server = True
+
+
+def test_the_pool_has_a_thread_per_core_in_process_and_more_on_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process every call is CPU work: threads past the cores would only queue for the cores
+    and the GIL (and the loop behind them); a server's calls wait on the network."""
+    monkeypatch.setattr(aio.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    with Memory(embedder=None) as mem:
+        assert mem.on_server is False and aio.default_workers(mem) == 3
+    assert aio.default_workers(_OnServer()) == 7  # type: ignore[arg-type]
+    monkeypatch.setattr(aio.os, "sched_getaffinity", lambda _pid: set(range(64)), raising=False)
+    assert aio.default_workers(_OnServer()) == 32  # type: ignore[arg-type]
+
+    async def run() -> tuple[int, int]:
+        a, b = AsyncMemory(embedder=None), AsyncMemory(embedder=None, max_workers=5)
+        sizes = a._pool._max_workers, b._pool._max_workers
+        await a.close()
+        await b.close()
+        return sizes
+
+    assert asyncio.run(run()) == (32, 5)

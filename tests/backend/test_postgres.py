@@ -170,6 +170,7 @@ def test_no_tenant_sees_another(pg_dsn: str, pg_schema: str) -> None:
 def test_memory_on_a_dsn_runs_the_seed_scenario(pg_dsn: str, pg_schema: str) -> None:
     now = datetime(2026, 11, 25, 10, tzinfo=UTC)
     with Memory(f"{pg_dsn}&schema={pg_schema}", embedder="hashing") as mem:
+        assert mem.on_server  # AsyncMemory gives it a wider pool
         mem.retain("以前老系统的 Python 项目跑迁移脚本真慢，SQLite 本地单文件性能太差了", user_id="u",
                    timestamp=now - timedelta(days=30))  # fmt: skip
         decision = mem.retain("团队开会决议：新系统全线采用 PostgreSQL 作为主数据库", user_id="u",

@@ -141,7 +141,9 @@ class EpisodicMemory(IndexedLayer):
                 if not _ITEM_KEYS.issuperset(it):
                     check_options(it, _ITEM_KEYS, "an episode")
                 drafts.append(self.fields(**it))
-            return self.retain_drafts(drafts, vectors)
+            episodes = self.retain_drafts(drafts, vectors)
+            del drafts  # freed before the collector wakes: its first pass would walk them all
+        return episodes
 
     def retain_drafts(self, drafts: list[dict[str, Any]], vectors: np.ndarray | None) -> list[Episode]:
         """`retain_many` of validated fields (consolidation, whose items are checked already,
