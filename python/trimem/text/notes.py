@@ -66,7 +66,8 @@ _ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今�
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
 _ZH_NOW = r"现在|以后|今后|不再|已经|改成|换成|改为|换到|搬"
 _EN_LASTING: Final = re.compile(
-    r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|"
+    r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
+    r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|"
     rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b",
     re.I,
 )
@@ -120,7 +121,8 @@ class Note(msgspec.Struct, frozen=True):
 
 def _en_note(body: str) -> bool:
     words = _EN_WORD.findall(body)
-    if len(words) < 2:
+    # a note names what it is about: "Never again." says how often, not of what
+    if len(words) < 2 or not any(w.casefold() not in _NOT_SUBJECT for w in words):
         return False
     if words[0].casefold().replace("’", "'") in _REQUEST_START:
         return False
@@ -180,6 +182,8 @@ NOT_SUBJECT_WORDS: Final = (
 """Words of time and change: they say when, not what, so two notes sharing only these are not
 about one subject."""
 
+
+_NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
 
 _SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
 _SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
