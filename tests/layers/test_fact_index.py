@@ -221,6 +221,26 @@ def test_a_change_that_shares_words_equally_with_two_notes_replaces_neither() ->
     assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 1, 1]
 
 
+@pytest.mark.parametrize(
+    ("held", "change"),
+    [
+        # "已经" says how long, not that anything changed
+        ("我每天晚上十点以后不看手机。", "我每周五晚上去练书法，已经练了三年了。"),
+        # the only pair the two share holds a character of grammar ("不去")
+        ("鼓浪屿周末人太多了，再也不去了。", "公司今年不去广州那个展了，改去德国科隆的园林展。"),
+        # who said it is not what changed
+        ("我们单位领导姓杜，是个老实人。", "领导说了，月报以后统一每月三号前交上去。"),
+        ("Our boss Maria is a stickler for detail.", "Our boss says the reports move to Fridays now."),
+    ],
+)
+def test_a_change_replaces_no_note_it_shares_only_grammar_or_a_speaker_with(held: str, change: str) -> None:
+    mem = Memory(embedder=None)  # words only
+    mem.retain(held, user_id="u", timestamp=ago(200))
+    mem.retain(change, user_id="u", timestamp=ago(20))
+    assert [c.op for c in mem.reflect(user_id="u")] == ["set", "set"]
+    assert [len(f.history) for f in mem.facts.list(user_id="u")] == [1, 1]
+
+
 class HighCosines(EnglishOnly):
     """An embedder whose cosines sit high, and that says so."""
 

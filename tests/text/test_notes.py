@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trimem.text.keys import is_denied_key, is_note_key, is_valid_key
-from trimem.text.notes import MAX_NOTE_CHARS, note_key, read_notes, states_change
+from trimem.text.notes import MAX_NOTE_CHARS, note_key, read_notes, states_change, what_was_said
 
 
 @pytest.mark.parametrize(
@@ -80,6 +80,7 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
         ("报表工具升级到新版本，旧模板用不了。", True),
         ("公司改用企业微信沟通。", True),
         ("我们组每周五下午做代码评审。", False),
+        ("我每周五晚上去练书法，已经练了三年了。", False),  # how long, not a change
         ("I take the 7:40 express bus downtown every morning.", False),
         ("我住回龙观，到公司单程一个多小时。", False),
     ],
@@ -87,6 +88,18 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
 def test_a_change_is_told_by_its_words(text: str, change: bool) -> None:
     assert states_change(text) is change
     assert read_notes(text)[0].change is change
+
+
+def test_a_change_on_one_day_is_an_event_unless_it_holds_from_then_on() -> None:
+    assert read_notes("今天拍了一整天外景，模特换了三套衣服") == []
+    assert read_notes("今天开始我改成每天走路上班。")[0].change
+
+
+def test_what_was_said_drops_who_said_it() -> None:
+    assert what_was_said("主编让我们以后都用新模板排版") == "以后都用新模板排版"
+    assert what_was_said("The director announced that stand-ups move to 10am") == "stand-ups move to 10am"
+    assert what_was_said("I bike to work.") == "I bike to work."
+    assert what_was_said("说了") == "说了"  # nothing after it: the text itself
 
 
 def test_note_keys_are_valid_readable_and_unique() -> None:

@@ -26,7 +26,7 @@ from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
-from trimem.text.notes import NOT_SUBJECT_WORDS, note_key, states_change
+from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, note_key, states_change, what_was_said
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class Reflection:
             # a word many of the user's notes share ("公司", "work") names no one subject
             counts = Counter(w for ws in held_words.values() for w in ws)
             common = {w for w, n in counts.items() if n > max(2, len(notes) // 4)}
-            words = subject_words(told) - common
+            words = subject_words(what_was_said(told)) - common
             shared = {key: len(words & ws) for key, ws in held_words.items()}
             cosine: dict[str, float] = {}
             vector = self._facts.embed_fact(NOTE_PREFIX, text)
@@ -136,10 +136,14 @@ _NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORD
 
 
 def subject_words(text: str) -> frozenset[str]:
-    """What a note is about, as index terms (stemmed English words, Chinese character pairs,
-    stopwords and words of time and change out)."""
+    """What a note is about, as index terms (stemmed English words, Chinese character pairs;
+    stopwords, words of time and change and pairs with a character of grammar out)."""
     words = tokenize(text, stem=True, stopwords=True)
-    return frozenset(w for w in words if len(w) > 1 and w not in _NOT_SUBJECT and not states_change(w))
+    return frozenset(
+        w
+        for w in words
+        if len(w) > 1 and w not in _NOT_SUBJECT and not states_change(w) and NOT_SUBJECT_HAN.isdisjoint(w)
+    )
 
 
 def phrase_aliases(aliases: Mapping[str, list[str]]) -> dict[str, str]:

@@ -34,7 +34,16 @@ from trimem.text.script import Language, has_han, language, prepare_text
 from trimem.text.sentences import is_polite, sentences
 from trimem.text.stopwords import QUERY_STOPWORDS
 
-__all__ = ["MAX_NOTE_CHARS", "NOT_SUBJECT_WORDS", "Note", "note_key", "read_notes", "states_change"]
+__all__ = [
+    "MAX_NOTE_CHARS",
+    "NOT_SUBJECT_HAN",
+    "NOT_SUBJECT_WORDS",
+    "Note",
+    "note_key",
+    "read_notes",
+    "states_change",
+    "what_was_said",
+]
 
 MAX_NOTE_CHARS: Final = 400
 """A note is a sentence or two; longer text (pasted prose, logs) is not a statement about oneself."""
@@ -64,7 +73,7 @@ _ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今�
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
-_ZH_NOW = r"现在|以后|今后|不再|已经|改成|换成|改为|换到|搬"
+_ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
     r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|"
@@ -72,7 +81,8 @@ _EN_LASTING: Final = re.compile(
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
-    rf"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|{_ZH_NOW}"
+    rf"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|已经|"
+    rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
     r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|became|converted|transferred|"
@@ -143,9 +153,11 @@ def _zh_note(body: str) -> bool:
     core = _ZH_SPACE.sub("", body)
     if len(core) < 4 or _ZH_QUESTION.search(core) or _ZH_REQUEST.search(core):
         return False
-    # "了" marks a change of state as often as a past event: only a word for the moment decides
-    lasting = _ZH_LASTING.search(core) is not None or _ZH_CHANGE.search(core) is not None
-    return (lasting or "我" in core or "咱" in core) and not (_ZH_MOMENT.search(core) and not lasting)
+    # "了" marks a change of state as often as a past event: only a word for the moment decides,
+    # and a moment's change ("今天新娘换了五套衣服") is an event unless it holds from now on
+    lasting = _ZH_LASTING.search(core) is not None
+    changed = _ZH_CHANGE.search(core) is not None
+    return (lasting or changed or "我" in core or "咱" in core) and not (_ZH_MOMENT.search(core) and not lasting)
 
 
 def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
@@ -169,6 +181,28 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     return [Note(joined, states_change(joined), language(joined))]
 
 
+# Who said or decided it, before what was said: "领导说了，…", "主编让我们…", "My boss says …".
+_ZH_REPORTER: Final = re.compile(
+    r"^[^,，。；;]{1,8}?(?:说了?|讲了?|通知|要求|规定|决定|让我们?|叫我们?|要我们?)[,，:：]?"
+)
+_EN_REPORTER: Final = re.compile(
+    r"^(?:(?:my|our|the)\s+)?[a-z]+(?:\s+[a-z]+)?\s+(?:says|said|told\s+(?:me|us)|wants\s+(?:me|us)\s+to|"
+    r"decided|announced|insists)(?:\s+that)?\b[,:]?",
+    re.I,
+)
+
+
+def what_was_said(text: str) -> str:
+    """`text` without a leading clause of who said or decided it: what a reported change is about.
+
+    >>> what_was_said("领导说了，月报以后统一每月三号前交"), what_was_said("My boss says we use Jira now")
+    ('月报以后统一每月三号前交', 'we use Jira now')
+    """
+    reporter = _ZH_REPORTER if has_han(text[:12]) else _EN_REPORTER
+    rest = reporter.sub("", text.strip(), count=1).strip()
+    return rest or text
+
+
 def states_change(text: str) -> bool:
     """Whether `text` says something changed ("now", "anymore", "moved", "现在", "改成")."""
     return (_ZH_CHANGE if has_han(text) else _EN_CHANGE).search(text) is not None
@@ -182,6 +216,12 @@ NOT_SUBJECT_WORDS: Final = (
 """Words of time and change: they say when, not what, so two notes sharing only these are not
 about one subject."""
 
+
+NOT_SUBJECT_HAN: Final = frozenset(
+    "我你您他她它们咱的地得了着过是在有和与及就都也还很太又把被让给从到向对不没别那这哪个些每吗呢吧啊呀哦嘛"
+)
+"""Chinese characters of grammar (pronouns, particles, negation, measure): a character pair with
+one of them ("我每", "不去", "那个") names no subject."""
 
 _NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
 
