@@ -11,6 +11,7 @@ text is stored once, as the start of the indexed text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -39,6 +40,7 @@ __all__ = [
     "encode",
     "episode_from_record",
     "episode_payload",
+    "replaced_value",
     "retain_item",
     "search_text",
 ]
@@ -100,6 +102,12 @@ class FactVersion(msgspec.Struct, frozen=True, omit_defaults=True):
     valid_to: int | None = None
     source: list[int] = []
     op: str = "set"
+
+
+def replaced_value(earlier: Sequence[FactVersion]) -> str | None:
+    """The last value a fact held before its current version (`earlier`: the versions before it),
+    None when it held none."""
+    return next((v.value for v in reversed(earlier) if v.value is not None), None)
 
 
 class Fact(msgspec.Struct, frozen=True, omit_defaults=True):

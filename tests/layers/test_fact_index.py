@@ -241,6 +241,23 @@ def test_a_change_replaces_no_note_it_shares_only_grammar_or_a_speaker_with(held
     assert [len(f.history) for f in mem.facts.list(user_id="u")] == [1, 1]
 
 
+def test_a_change_is_found_by_the_words_of_the_note_it_replaced() -> None:
+    mem = Memory(embedder=None)
+    mem.retain("我们公司客户管理用的是小满 CRM，询盘进来都在里面跟。", user_id="u", timestamp=ago(300))
+    mem.retain("公司换系统了，客户资料都迁到 Salesforce 上了。", user_id="u", timestamp=ago(30))
+    mem.retain("I take the 7:40 express bus downtown every morning.", user_id="u", timestamp=ago(200))
+    mem.retain("No more express bus for me, I drive in now.", user_id="u", timestamp=ago(10))
+    mem.reflect(user_id="u")
+    (crm,) = [f for f, _ in mem.facts.search("新来的询盘怎么跟进", user_id="u")][:1]
+    assert "Salesforce" in crm.value and len(crm.history) == 2
+    (bus,) = [f for f, _ in mem.facts.search("leaving downtown in the morning", user_id="u")][:1]
+    assert bus.value == "No more express bus for me, I drive in now."
+    # a set from outside counts the value it replaced too
+    mem.facts.set("note_desk", "My desk moved to the second floor.", user_id="u")
+    mem.facts.set("note_desk", "Hot-desking from now on.", user_id="u")
+    assert [f.key for f, _ in mem.facts.search("second floor", user_id="u")][:1] == ["note_desk"]
+
+
 class HighCosines(EnglishOnly):
     """An embedder whose cosines sit high, and that says so."""
 

@@ -24,7 +24,7 @@ import numpy as np
 from trimem._backend.ops import Op, OpAlias, OpFact, OpPin
 from trimem._checks import check_path
 from trimem.errors import StoreCorruptedError, StoreIOError, StoreVersionError
-from trimem.records import Episode, FactVersion, Item, KnowledgeDoc, retain_item
+from trimem.records import Episode, FactVersion, Item, KnowledgeDoc, replaced_value, retain_item
 from trimem.scope import SHARED, check_id, episode_namespace, knowledge_namespace
 
 if TYPE_CHECKING:
@@ -194,11 +194,12 @@ def import_export(
     knowledge: KnowledgeBase,
     item_store: ItemStore,
     embedder: str | None,
-    fact_vector: Callable[[str, str], np.ndarray | None] | None = None,
+    fact_vector: Callable[[str, str, str | None], np.ndarray | None] | None = None,
 ) -> Exported:
     """Adds an export's memories under new ids (facts cite the new episode ids). Vectors come
     along when the export was made with the same embedder, else the texts are embedded again;
-    `fact_vector(key, value)` gives a fact's current value its vector in the fact index.
+    `fact_vector(key, value, was)` gives a fact's current value (which replaced `was`) its vector
+    in the fact index.
     Everything is validated before anything is written."""
     bundle = load_export(path)
     dim = backend.dim
@@ -224,7 +225,8 @@ def import_export(
                 value = v.value if v.op != "delete" else None
                 vector = None
                 if fact_vector is not None and value is not None and n == len(f.history) - 1:
-                    found = fact_vector(f.key, value)  # the standing value is searched by meaning
+                    # the standing value is searched by meaning, with the value it replaced
+                    found = fact_vector(f.key, value, replaced_value(f.history[:n]))
                     vector = None if found is None else found.astype(np.float32).tobytes()
                 ops.append(
                     OpFact(

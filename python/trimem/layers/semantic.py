@@ -30,7 +30,7 @@ from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
 from trimem.telemetry import instrument
-from trimem.text.keys import is_note_key
+from trimem.text.keys import fact_text, is_note_key
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class Facts(IndexedLayer):
             old = self._backend.fact(agent_id, user_id, key)
             if old is not None and old.value == value:
                 return FactChange(op="noop", key=key, value=value, old_value=value, source=src)
-            vector = self.embed_fact(key, value)
+            vector = self.embed_fact(key, value, was=None if old is None else old.value)
             data = None if vector is None else vector.astype(np.float32).tobytes()
             self._backend.write([OpFact(agent_id, user_id, key, value, now_micros(at), src, data)])
         return FactChange(
@@ -128,9 +128,10 @@ class Facts(IndexedLayer):
             self._backend.write([OpFact(agent_id, user_id, key, None, now_micros(at), src)])
         return FactChange(op="delete", key=key, value=None, old_value=old.value, source=src)
 
-    def embed_fact(self, key: str, value: str) -> np.ndarray | None:
-        """The vector the fact index keeps of a fact: a note's text, else "key words: value"."""
-        return self._embed.one(value if is_note_key(key) else f"{key.replace('_', ' ')}: {value}")
+    def embed_fact(self, key: str, value: str, was: str | None = None) -> np.ndarray | None:
+        """The vector the fact index keeps of a fact: a note's text with the note it replaced
+        (`was`), as :func:`~trimem.text.keys.fact_text` reads it; else "key words: value"."""
+        return self._embed.one(fact_text(key, value, was) if is_note_key(key) else f"{key.replace('_', ' ')}: {value}")
 
     def alias(self, keys: str | Sequence[str], words: Sequence[str]) -> None:
         """Words (any language) that stand for one key or several: recall reads those facts

@@ -160,16 +160,19 @@ def is_known_key(key: str) -> bool:
     return key in KEY_PHRASES or key in PROFILE_KEYS
 
 
-def fact_text(key: str, value: str) -> str:
+def fact_text(key: str, value: str, was: str | None = None) -> str:
     """What the fact index reads of a fact: every phrase of the key-phrase table naming its key
     (English and Chinese, so either language's request finds it), or the key's own words, then
-    the value; a note is its text alone.
+    the value; a note is its text, then the note it replaced (`was`): a change is often told
+    without its subject ("公司换系统了", "I drive in now"), which the earlier note names.
 
     >>> fact_text("database", "PostgreSQL").split("|")[-1], fact_text("note_bike", "I bike to work")
     (' PostgreSQL', 'I bike to work')
+    >>> fact_text("note_commute", "I drive in now.", was="I take the 7:40 express bus.")
+    'I drive in now. I take the 7:40 express bus.'
     """
     if is_note_key(key):
-        return value
+        return value if not was or was == value else f"{value} {was}"
     phrases = KEY_PHRASES.get(key)
     return f"{phrases if phrases else key.replace('_', ' ')}| {value}"
 

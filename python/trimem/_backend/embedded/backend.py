@@ -64,6 +64,7 @@ from trimem.records import (
     episode_from_record,
     episode_payload,
     indexed_time,
+    replaced_value,
     search_text,
 )
 from trimem.scope import knowledge_namespace
@@ -440,7 +441,7 @@ class EmbeddedBackend:
             return
         self._fact_index.add(
             ids=[entry],
-            texts=[fact_text(fact.key, fact.value)],
+            texts=[fact_text(fact.key, fact.value, replaced_value(self._facts.history.get(fk, [])[:-1]))],
             timestamps=[fact.updated_at],
             namespaces=[f"{fk[0]}/{fk[1]}"],
             vectors=None if vector is None or not self._dim else self._vectors(vector, 1),

@@ -17,7 +17,7 @@ from trimem._backend.entries import document_text, fact_entry
 from trimem._backend.ops import OpAlias, OpCursor, OpFact, OpForget, OpKnowledge, OpPin, OpRetain, OpWorking
 from trimem._backend.postgres.search import MAX_TERM_CHARS
 from trimem._core import tokenize
-from trimem.records import FactVersion, Mention, encode, indexed_time, search_text
+from trimem.records import FactVersion, Mention, encode, indexed_time, replaced_value, search_text
 from trimem.scope import knowledge_namespace
 from trimem.text.keys import fact_text
 
@@ -361,7 +361,8 @@ class Writes:
         self._delete(conn, "fact_index", [entry])
         if op.value is not None:
             vector = None if op.vector is None else np.frombuffer(op.vector, dtype=np.float32)[None, :]
-            terms = terms_of(fact_text(op.key, op.value), self._stem, self._stopwords)
+            was = replaced_value(versions)
+            terms = terms_of(fact_text(op.key, op.value, was), self._stem, self._stopwords)
             row = (
                 entry,
                 f"{op.agent_id}/{op.user_id}",
