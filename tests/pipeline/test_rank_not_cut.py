@@ -11,6 +11,9 @@ import pytest
 
 from trimem import Memory, Policy
 from trimem.errors import InvalidArgumentError
+from trimem.pipeline.bundle import WEAK_PROFILE, RecallBundle
+from trimem.records import Episode, Fact, RecalledEpisode, Scored
+from trimem.rewrite import MemoryIntent
 
 T = datetime(2026, 10, 1, tzinfo=UTC)
 
@@ -141,3 +144,62 @@ def test_a_period_without_a_confident_match_is_followed_by_matches_from_other_ti
     assert "(weak match) [2026-08-01" in b.render(300)
     # no period asked: the pharmacy match is confident as ever
     assert not mem.recall("what did the pharmacy do", user_id="u", now=now).episodes[0].scored.weak
+
+
+# ------------------------------------------------------------------ the rendered context's order
+
+
+def _bundle(n_confident_facts: int, n_weak_facts: int, weak_episodes: list[bool]) -> RecallBundle:
+    """A bundle of facts (``confident_i``, ``weak_i``) and one-word episodes (``event_i``)."""
+    day = 1_790_000_000_000_000
+
+    def fact(key: str) -> Fact:
+        return Fact(key=key, value=f"{key}_value", updated_at=day, version=1)
+
+    profile = [fact(f"confident_{i}") for i in range(n_confident_facts)]
+    weak_facts = [fact(f"weak_{i}") for i in range(n_weak_facts)]
+    episodes = [
+        RecalledEpisode(Episode(id=i + 1, agent_id="a", user_id="u", text=f"event_{i}", timestamp=day),
+                        Scored(score=1.0, weak=weak))
+        for i, weak in enumerate(weak_episodes)
+    ]  # fmt: skip
+    intent = MemoryIntent(query="q", text="q", keywords=[], keys=[], time_range=None, time_expression=None,
+                          language="en")  # fmt: skip
+    return RecallBundle(
+        query="q",
+        intent=intent,
+        profile=profile + weak_facts,
+        profile_matches={f.key: Scored(score=0.1, weak=True) for f in weak_facts},
+        episodes=episodes,
+    )
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_the_profiles_weak_matches_share_one_heading_after_its_other_lines() -> None:
+    text = _bundle(2, 3, []).render(1000, counter=words)
+    lines = text.splitlines()
+    assert lines[0] == "## Profile facts" and lines.count(WEAK_PROFILE) == 1
+    heading = lines.index(WEAK_PROFILE)
+    assert [ln.split(":")[0] for ln in lines[1:heading]] == ["- confident_0", "- confident_1"]
+    assert [ln.split(":")[0] for ln in lines[heading + 1 :]] == ["- weak_0", "- weak_1", "- weak_2"]
+    assert "(weak match)" not in text  # one heading, not a label per line
+    assert _bundle(2, 0, []).render(1000, counter=words).count(WEAK_PROFILE) == 0
+
+
+def test_weak_events_come_after_the_whole_profile_confident_ones_before_its_overflow() -> None:
+    # a fact line costs 5 words, an event 5 (7 weak), the titles 3 and 6, the weak heading 14:
+    # the profile's share (42) holds 2 confident and 3 weak facts, the confident event 11 more,
+    # and the 3 facts over the share the next 15 of the 70
+    b = _bundle(2, 6, [False, True, True])
+    budget = 70
+    text = b.render(budget, counter=words)
+    assert words(text) <= budget
+    assert "event_0" in text  # the confident event, though the profile's share overflowed
+    assert "weak_5" in text  # every profile line fits before any weak event
+    assert "event_1" not in text and "event_2" not in text
+    # with room for more, weak events follow
+    room = words(b.render(1000, counter=words))
+    assert "event_2" in b.render(room, counter=words)
