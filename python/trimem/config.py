@@ -22,6 +22,7 @@ from trimem.errors import InvalidArgumentError
 __all__ = [
     "CHECKPOINT_BYTES",
     "DAY_US",
+    "FACT_VECTOR_WEIGHT",
     "ITEM_SEARCH_EF",
     "LAYERS",
     "MAX_BATCH",
@@ -75,6 +76,11 @@ word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
 PROFILE_K: Final = 12
 """Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
 ones and those the request names by key."""
+FACT_VECTOR_WEIGHT: Final = 3.0
+"""The vector leg's fusion weight in a search of the fact index, against the keywords' 1 (times
+the embedder's weight for the request's language): a profile is a few dozen short statements
+that share everyday words with any request ("my", "work", "week"), and a request names a fact
+by what it means more often than by its words ("book a restaurant" for "I'm vegetarian")."""
 PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trimem import Memory
 from trimem._backend.embedded.backend import EPISODES, KNOWLEDGE
+from trimem.config import FACT_VECTOR_WEIGHT
 
 NOW = datetime(2026, 11, 20, 10, tzinfo=UTC)
 
@@ -172,7 +174,6 @@ class EnglishOnly:
     name, dim, languages = "english-only-test", 8, ("en",)
 
     def __call__(self, texts: list[str]):  # type: ignore[no-untyped-def]
-        import numpy as np
 
         from trimem.text.script import has_han
 
@@ -305,3 +306,16 @@ def test_a_change_is_compared_on_the_whole_message_it_was_told_in() -> None:
     ]
     assert was["We switched the till over to Lightspeed last week."] == ["Our till runs on Square."]
     assert was["My girlfriend Marisol is a vet tech."] == []
+
+
+def test_the_fact_index_weighs_meaning_over_shared_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.layers.test_language_weights import _Weighted
+
+    mem = Memory(embedder=_Weighted({"zh": 0.5}))
+    mem.facts.set("note_vegetarian", "I'm vegetarian.", user_id="u")
+    asked: list[float] = []
+    search = mem.facts._backend.search_facts
+    monkeypatch.setattr(mem.facts._backend, "search_facts", lambda q, p: asked.append(q.vector_weight) or search(q, p))
+    mem.facts.search("book a restaurant for the team", user_id="u")
+    mem.facts.search("帮我订个餐厅", user_id="u")
+    assert asked == [FACT_VECTOR_WEIGHT, FACT_VECTOR_WEIGHT * 0.5] and FACT_VECTOR_WEIGHT > 1.0

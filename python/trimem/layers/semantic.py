@@ -25,6 +25,7 @@ import numpy as np
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
+from trimem.config import FACT_VECTOR_WEIGHT
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
@@ -244,7 +245,8 @@ class Facts(IndexedLayer):
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
         q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
-                  floors=self._embed.floors(self.floors, query), now=now_micros(now))  # fmt: skip
+                  floors=self._embed.floors(self.floors, query), now=now_micros(now),
+                  vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
         return self._backend.search_facts(q, self._policy)
 
     @property
