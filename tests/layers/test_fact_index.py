@@ -308,6 +308,24 @@ def test_a_change_is_compared_on_the_whole_message_it_was_told_in() -> None:
     assert was["My girlfriend Marisol is a vet tech."] == []
 
 
+def test_a_change_told_as_a_keyed_fact_closes_the_note_it_replaces() -> None:
+    mem = Memory(embedder=None)
+    mem.retain("Every Tuesday I teach pottery classes at the community centre.", user_id="u", timestamp=ago(100))
+    mem.retain("Our research team meets every Monday.", user_id="u", timestamp=ago(90))
+    mem.retain("I've moved my pottery classes to Thursday evenings.", user_id="u", timestamp=ago(5))
+    mem.retain("We moved our research repository to Condens.", user_id="u", timestamp=ago(4))
+    changes = [(c.op, c.key) for c in mem.reflect(user_id="u")]
+    # two subject words shared ("pottery", "class") close the old note; one ("research") does not
+    assert ("delete", "note_tuesday_teach_pottery") in changes
+    assert {f.key for f in mem.facts.list(user_id="u")} == {
+        "pottery_classes", "note_research_team_meets", "research_repository",
+    }  # fmt: skip
+    history = mem.facts.history("note_tuesday_teach_pottery", user_id="u")
+    assert [v.op for v in history] == ["set", "delete"] and history[0].value is not None
+    text = mem.recall("When do I teach pottery?", user_id="u", now=NOW).render(300)
+    assert "Thursday evenings" in text and "Tuesday" not in text.split("## Recalled events")[0]
+
+
 def test_the_fact_index_weighs_meaning_over_shared_words(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.layers.test_language_weights import _Weighted
 

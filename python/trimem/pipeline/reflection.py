@@ -81,24 +81,27 @@ class Reflection:
                 else:
                     assert p.value is not None
                     ch = self._facts.set(p.key, p.value, user_id=user_id, agent_id=agent_id, source=p.source, at=at)
-                changes.append(
-                    FactChange(
-                        op=ch.op,
-                        key=ch.key,
-                        value=ch.value,
-                        old_value=ch.old_value,
-                        source=ch.source,
-                        evidence=p.evidence,
-                    )
-                )
+                done = [ch]
+                if ch.op == "set" and not is_note_key(p.key) and p.source:
+                    # a change told as a keyed fact ("my dev streams are on Sundays now") closes
+                    # the note it replaces ("Every Friday I stream dev"): it is no longer current
+                    told = " ".join(said[s] for s in p.source if s in said)
+                    stale = self._replaced_note(told, user_id=user_id, agent_id=agent_id)
+                    if stale is not None:
+                        done.append(self._facts.delete(stale, user_id=user_id, agent_id=agent_id,
+                                                       source=p.source, at=at))  # fmt: skip
+                changes.extend(
+                    FactChange(op=c.op, key=c.key, value=c.value, old_value=c.old_value, source=c.source,
+                               evidence=p.evidence)
+                    for c in done
+                )  # fmt: skip
             backend.write([OpCursor(agent_id, user_id, max(new_ids))])
             return changes
 
     def _note_key(self, text: str, told: str, *, user_id: str, agent_id: str) -> str:
         """Where a new note goes: the key of the note it restates or, when it states a change
-        ("I drive in now"), of the earlier note on the same subject — sharing words with what
-        was `told` (the whole message: "I left the steakhouse. I'm at Bacanora now.") or, in a
-        language the embedder reads, close in meaning — else a key of its own."""
+        ("I drive in now"), of the earlier note on the same subject (:meth:`_same_subject`),
+        else a key of its own."""
         facts = self._facts.list(user_id=user_id, agent_id=agent_id)
         for f in facts:
             if is_note_key(f.key) and f.value == text:
@@ -106,25 +109,47 @@ class Reflection:
         # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
         # office"); a key of the key-phrase table is the statement reader's to change
         notes = {f.key: f.value for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
-        if notes and states_change(text):
-            held_words = {key: subject_words(value) for key, value in notes.items()}
-            # a word many of the user's notes share ("公司", "work") names no one subject
-            counts = Counter(w for ws in held_words.values() for w in ws)
-            common = {w for w, n in counts.items() if n > max(2, len(notes) // 4)}
-            words = subject_words(what_was_said(told)) - common
-            shared = {key: len(words & ws) for key, ws in held_words.items()}
-            cosine: dict[str, float] = {}
-            vector = self._facts.embed_fact(NOTE_PREFIX, text)
-            if vector is not None:
-                held = self._facts.vectors(list(notes), user_id=user_id, agent_id=agent_id)
-                cosine = {key: float(v @ vector) for key, v in held.items()}
-            score = {key: shared[key] + cosine.get(key, 0.0) for key in notes}
-            best = max(notes, key=lambda key: (score[key], key))
-            by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= self._facts.same_subject_cosine
-            tied = sum(1 for key in notes if score[key] == score[best]) > 1  # ambiguous: replace nothing
-            if (shared[best] >= 1 or by_meaning) and not tied:
-                return best
+        if states_change(text):
+            same = self._same_subject(text, told, notes, user_id=user_id, agent_id=agent_id)
+            if same is not None:
+                return same
         return note_key(text, {f.key for f in facts})
+
+    def _replaced_note(self, told: str, *, user_id: str, agent_id: str) -> str | None:
+        """The note a change `told` as a keyed fact replaces, if it states a change at all. The
+        note is closed rather than continued, so the bar is higher than a note's: two shared
+        subject words, or closeness in meaning."""
+        if not told or not states_change(told):
+            return None
+        notes = {f.key: f.value for f in self._facts.list(user_id=user_id, agent_id=agent_id) if is_note_key(f.key)}
+        return self._same_subject(told, told, notes, user_id=user_id, agent_id=agent_id, words_needed=2)
+
+    def _same_subject(
+        self, text: str, told: str, held: Mapping[str, str], *, user_id: str, agent_id: str, words_needed: int = 1
+    ) -> str | None:
+        """The key among `held` (key → value) a change told in `text` is about: the one sharing
+        the most subject words with what was `told` (the whole message: "I left the steakhouse.
+        I'm at Bacanora now."), with closeness in meaning breaking ties, or, in a language the
+        embedder reads, close enough in meaning alone; None when none is, or two are equally.
+        A match by words alone needs `words_needed` of them."""
+        if not held:
+            return None
+        held_words = {key: subject_words(value) for key, value in held.items()}
+        # a word many of the user's notes share ("公司", "work") names no one subject
+        counts = Counter(w for ws in held_words.values() for w in ws)
+        common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
+        words = subject_words(what_was_said(told)) - common
+        shared = {key: len(words & ws) for key, ws in held_words.items()}
+        cosine: dict[str, float] = {}
+        vector = self._facts.embed_fact(NOTE_PREFIX, text)
+        if vector is not None:
+            vectors = self._facts.vectors(list(held), user_id=user_id, agent_id=agent_id)
+            cosine = {key: float(v @ vector) for key, v in vectors.items()}
+        score = {key: shared[key] + cosine.get(key, 0.0) for key in held}
+        best = max(held, key=lambda key: (score[key], key))
+        by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= self._facts.same_subject_cosine
+        tied = sum(1 for key in held if score[key] == score[best]) > 1  # ambiguous: replace nothing
+        return best if (shared[best] >= words_needed or by_meaning) and not tied else None
 
     def pending(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""
