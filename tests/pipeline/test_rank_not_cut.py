@@ -203,3 +203,18 @@ def test_weak_events_come_after_the_whole_profile_confident_ones_before_its_over
     # with room for more, weak events follow
     room = words(b.render(1000, counter=words))
     assert "event_2" in b.render(room, counter=words)
+
+
+def test_a_users_request_matched_by_a_word_is_weak_a_statement_stays_confident() -> None:
+    mem = Memory(embedder=None)
+    asked = mem.retain("Can you suggest names for a cursed sword?", user_id="u", timestamp=T)
+    told = mem.retain("Our dog's name is Biscuit and he hates thunder.", user_id="u", timestamp=T)
+    zh = mem.retain("帮我查查无人机在景区飞要不要报备", user_id="u", timestamp=T)
+    found = {r.episode.id: r.scored.weak for r in mem.recall("What's my dog's name?", user_id="u").episodes}
+    assert found == {told.id: False, asked.id: True}
+    (r,) = mem.recall("我的无人机是什么型号？", user_id="u").episodes
+    assert (r.episode.id, r.scored.weak) == (zh.id, True)
+    # the assistant's own words are not the user's requests
+    said = mem.retain("Which names did you like for the sword?", user_id="u", role="assistant", timestamp=T)
+    weak = {r.episode.id: r.scored.weak for r in mem.recall("sword names", user_id="u").episodes}
+    assert (weak[asked.id], weak[said.id]) == (True, False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trimem.text.keys import is_denied_key, is_note_key, is_valid_key
-from trimem.text.notes import MAX_NOTE_CHARS, note_key, read_notes, states_change, what_was_said
+from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, states_change, what_was_said
 
 
 @pytest.mark.parametrize(
@@ -109,3 +109,21 @@ def test_note_keys_are_valid_readable_and_unique() -> None:
     for text in ["I'm allergic to cats.", "我每天坐地铁十号线上下班", "Our admin rules are strict", "!!!"]:
         k = note_key(text, ())
         assert is_note_key(k) and is_valid_key(k) and not is_denied_key(k), k
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Can you suggest names for a cursed sword?", True),
+        ("Please book a table for four.", True),
+        ("Write a haiku about rain", True),
+        ("帮我写个给老同学的生日祝福", True),
+        ("我的无人机是什么型号？", True),
+        ("I'm allergic to cats. Can you check the menu?", False),  # it also tells something
+        ("Our dog's name is Biscuit.", False),
+        ("我每天坐地铁十号线上下班", False),
+        ("", False),
+    ],
+)
+def test_a_request_to_the_assistant_is_told_from_a_statement(text: str, asks: bool) -> None:
+    assert is_request(text) is asks

@@ -26,6 +26,7 @@ from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn, indexed_time
 from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
+from trimem.text.notes import is_request
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 
 if TYPE_CHECKING:
@@ -146,8 +147,10 @@ class Recall:
                                   k=max(2 * depth, NEIGHBOUR_POOL), session_id=session_id if same_session else None,
                                   vector=vector, now=at)  # fmt: skip
 
+        alone = self._embed.floors(self._episodic.floors, query).cosine_alone
+
         def search(*, time_range: tuple[int, int] | None) -> list[RecalledEpisode]:
-            return self._in_context(found(time_range=time_range), namespace)[:depth]
+            return self._in_context(_asked(found(time_range=time_range), alone), namespace)[:depth]
 
         find_knowledge = functools.partial(self._knowledge.search, text, agent_id=agent_id, user_id=user_id,
                                            k=k_knowledge, vector=vector, now=at, before=cutoff)  # fmt: skip
@@ -274,6 +277,23 @@ class Recall:
             return episodes
         rest = [r for r in episodes if r.episode.id in found]
         return (first + rest)[:k]
+
+
+def _asked(found: list[RecalledEpisode], cosine_alone: float) -> list[RecalledEpisode]:
+    """`found`, where a user's question or request to the assistant ("Can you suggest names for
+    a sword?") matched by a shared word alone is weak, after the confident matches: it tells what
+    the user asked, not what holds of them ("What's my cat's name?" is not answered by it). One
+    close in meaning as a whole (its cosine at the confident-alone floor) stays confident."""
+    out = [
+        RecalledEpisode(r.episode, msgspec.structs.replace(r.scored, weak=True), r.via_fact)
+        if not r.scored.weak
+        and r.episode.role == "user"
+        and (r.scored.cosine if r.scored.cosine is not None else -1.0) < cosine_alone
+        and is_request(r.episode.text)
+        else r
+        for r in found
+    ]
+    return sorted(out, key=lambda r: r.scored.weak)  # stable: each group keeps its order
 
 
 def _outside(inside: list[RecalledEpisode], found: list[RecalledEpisode], room: int) -> list[RecalledEpisode]:

@@ -39,6 +39,7 @@ __all__ = [
     "NOT_SUBJECT_HAN",
     "NOT_SUBJECT_WORDS",
     "Note",
+    "is_request",
     "note_key",
     "read_notes",
     "states_change",
@@ -201,6 +202,33 @@ def what_was_said(text: str) -> str:
     reporter = _ZH_REPORTER if has_han(text[:12]) else _EN_REPORTER
     rest = reporter.sub("", text.strip(), count=1).strip()
     return rest or text
+
+
+def is_request(text: str) -> bool:
+    """Whether every sentence of `text` asks something of the assistant — a question or a request
+    ("Can you suggest names for a sword?", "帮我写个生日祝福") — so that it tells what the user
+    asked, not what holds of them.
+
+    >>> is_request("What's a good name for a bun?"), is_request("帮我查查无人机要不要报备")
+    (True, True)
+    >>> is_request("I'm allergic to cats. Can you check the menu?"), is_request("我每天坐地铁")
+    (False, False)
+    """
+    if not isinstance(text, str) or len(text) > MAX_NOTE_CHARS:
+        return False
+    found = False
+    for s in sentences(prepare_text(text)):
+        body = s.body.strip()
+        if has_han(body):
+            core = _ZH_SPACE.sub("", body)
+            asks = s.question or _ZH_REQUEST.search(core) is not None or _ZH_QUESTION.search(core) is not None
+        else:
+            words = _EN_WORD.findall(body)
+            asks = s.question or is_polite(body) or (bool(words) and words[0].casefold() in _REQUEST_START)
+        if not asks:
+            return False
+        found = True
+    return found
 
 
 def states_change(text: str) -> bool:
