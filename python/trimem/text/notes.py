@@ -31,7 +31,7 @@ import msgspec
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS, NOTE_PREFIX, is_denied_key
 from trimem.text.script import Language, has_han, language, prepare_text
-from trimem.text.sentences import is_polite, sentences
+from trimem.text.sentences import Sentence, is_polite, sentences
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 __all__ = [
@@ -135,8 +135,6 @@ def _en_note(body: str) -> bool:
     # a note names what it is about: "Never again." says how often, not of what
     if len(words) < 2 or not any(w.casefold() not in _NOT_SUBJECT for w in words):
         return False
-    if words[0].casefold().replace("’", "'") in _REQUEST_START:
-        return False
     lasting = _EN_LASTING.search(body) is not None
     if _EN_MOMENT.search(body) and not lasting:
         return False
@@ -152,7 +150,7 @@ def _en_note(body: str) -> bool:
 
 def _zh_note(body: str) -> bool:
     core = _ZH_SPACE.sub("", body)
-    if len(core) < 4 or _ZH_QUESTION.search(core) or _ZH_REQUEST.search(core):
+    if len(core) < 4:  # a question or request never gets here (read_notes skips what asks)
         return False
     # "了" marks a change of state as often as a past event: only a word for the moment decides,
     # and a moment's change ("今天新娘换了五套衣服") is an event unless it holds from now on
@@ -172,7 +170,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     kept: list[str] = []
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
-        if s.question or is_polite(body) or _HYPOTHETICAL.search(body):
+        if _asks(s) or is_polite(body) or _HYPOTHETICAL.search(body):
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
             kept.append(s.text.strip())
@@ -204,6 +202,18 @@ def what_was_said(text: str) -> str:
     return rest or text
 
 
+def _asks(s: Sentence) -> bool:
+    """Whether sentence `s` asks something of the assistant: a question or a request."""
+    body = s.body.strip()
+    if s.question:
+        return True
+    if has_han(body):  # "请" is as often "treat" as "please": the shapes of a request decide
+        core = _ZH_SPACE.sub("", body)
+        return _ZH_REQUEST.search(core) is not None or _ZH_QUESTION.search(core) is not None
+    first = _EN_WORD.search(body)
+    return is_polite(body) or (first is not None and first.group().casefold() in _REQUEST_START)
+
+
 def is_request(text: str) -> bool:
     """Whether every sentence of `text` asks something of the assistant — a question or a request
     ("Can you suggest names for a sword?", "帮我写个生日祝福") — so that it tells what the user
@@ -216,19 +226,15 @@ def is_request(text: str) -> bool:
     """
     if not isinstance(text, str) or len(text) > MAX_NOTE_CHARS:
         return False
-    found = False
-    for s in sentences(prepare_text(text)):
-        body = s.body.strip()
-        if has_han(body):
-            core = _ZH_SPACE.sub("", body)
-            asks = s.question or _ZH_REQUEST.search(core) is not None or _ZH_QUESTION.search(core) is not None
-        else:
-            words = _EN_WORD.findall(body)
-            asks = s.question or is_polite(body) or (bool(words) and words[0].casefold() in _REQUEST_START)
-        if not asks:
+    text = prepare_text(text)
+    if not has_han(text) and "?" not in text and not is_polite(text):
+        # recall asks this of every hit: English that could ask only by its first word is read
+        # without splitting it into sentences
+        first = _EN_WORD.search(text)
+        if first is None or first.group().casefold() not in _REQUEST_START:
             return False
-        found = True
-    return found
+    said = list(sentences(text))
+    return bool(said) and all(_asks(s) for s in said)
 
 
 def states_change(text: str) -> bool:
