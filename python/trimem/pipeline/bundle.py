@@ -192,24 +192,20 @@ class RecallBundle:
                 keep(name, i, kept)
                 if name == "profile":
                     noted.update(self._note_sources(facts[i]))
-        # what the confident events and documents left is the profile's again: rank, don't cut
+        # what the confident events and documents left goes to the rest of the profile, then to
+        # the weak matches: rank, don't cut
         shown_events = {self.episodes[i].episode.id for i in shown.get("episodes", [])}
-        for i in left:
-            sources = self._note_sources(facts[i])
+        for name, i in [("profile", i) for i in left] + later:
+            sources = self._note_sources(facts[i]) if name == "profile" else set()
             if sources and sources <= shown_events:
                 continue  # its words are on show already, as the event it came from
-            cost = cost_of("profile", i, shown["profile"])
-            if used + cost <= max_tokens:
-                used += cost
-                keep("profile", i, shown["profile"])
-                noted.update(sources)
-        for name, i in later:
             if name == "episodes" and self.episodes[i].episode.id in noted:
-                continue
+                continue  # shown already, as a note
             cost = cost_of(name, i, shown[name])
             if used + cost <= max_tokens:
                 used += cost
                 keep(name, i, shown[name])
+                noted.update(sources)
         out: list[str] = []
         for name, kept in shown.items():
             if kept:
