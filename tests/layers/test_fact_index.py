@@ -21,6 +21,14 @@ def ago(days: float) -> datetime:
     return NOW - timedelta(days=days)
 
 
+def told(*said: tuple[str, float]) -> Memory:
+    """A words-only memory where user "u" said each text that many days ago."""
+    mem = Memory(embedder=None)
+    for text, days in said:
+        mem.retain(text, user_id="u", timestamp=ago(days))
+    return mem
+
+
 def keys(found: list) -> list[str]:  # type: ignore[type-arg]
     return [f.key for f, _ in found]
 
@@ -235,19 +243,18 @@ def test_a_change_that_shares_words_equally_with_two_notes_replaces_neither() ->
     ],
 )
 def test_a_change_replaces_no_note_it_shares_only_grammar_or_a_speaker_with(held: str, change: str) -> None:
-    mem = Memory(embedder=None)  # words only
-    mem.retain(held, user_id="u", timestamp=ago(200))
-    mem.retain(change, user_id="u", timestamp=ago(20))
+    mem = told((held, 200), (change, 20))
     assert [c.op for c in mem.reflect(user_id="u")] == ["set", "set"]
     assert [len(f.history) for f in mem.facts.list(user_id="u")] == [1, 1]
 
 
 def test_a_change_is_found_by_the_words_of_the_note_it_replaced() -> None:
-    mem = Memory(embedder=None)
-    mem.retain("我们公司客户管理用的是小满 CRM，询盘进来都在里面跟。", user_id="u", timestamp=ago(300))
-    mem.retain("公司换系统了，客户资料都迁到 Salesforce 上了。", user_id="u", timestamp=ago(30))
-    mem.retain("I take the 7:40 express bus downtown every morning.", user_id="u", timestamp=ago(200))
-    mem.retain("No more express bus for me, I drive in now.", user_id="u", timestamp=ago(10))
+    mem = told(
+        ("我们公司客户管理用的是小满 CRM，询盘进来都在里面跟。", 300),
+        ("公司换系统了，客户资料都迁到 Salesforce 上了。", 30),
+        ("I take the 7:40 express bus downtown every morning.", 200),
+        ("No more express bus for me, I drive in now.", 10),
+    )
     mem.reflect(user_id="u")
     (crm,) = [f for f, _ in mem.facts.search("新来的询盘怎么跟进", user_id="u")][:1]
     assert "Salesforce" in crm.value and len(crm.history) == 2
@@ -309,11 +316,12 @@ def test_a_change_is_compared_on_the_whole_message_it_was_told_in() -> None:
 
 
 def test_a_change_told_as_a_keyed_fact_closes_the_note_it_replaces() -> None:
-    mem = Memory(embedder=None)
-    mem.retain("Every Tuesday I teach pottery classes at the community centre.", user_id="u", timestamp=ago(100))
-    mem.retain("Our research team meets every Monday.", user_id="u", timestamp=ago(90))
-    mem.retain("I've moved my pottery classes to Thursday evenings.", user_id="u", timestamp=ago(5))
-    mem.retain("We moved our research repository to Condens.", user_id="u", timestamp=ago(4))
+    mem = told(
+        ("Every Tuesday I teach pottery classes at the community centre.", 100),
+        ("Our research team meets every Monday.", 90),
+        ("I've moved my pottery classes to Thursday evenings.", 5),
+        ("We moved our research repository to Condens.", 4),
+    )
     changes = [(c.op, c.key) for c in mem.reflect(user_id="u")]
     # two subject words shared ("pottery", "class") close the old note; one ("research") does not
     assert ("delete", "note_tuesday_teach_pottery") in changes
