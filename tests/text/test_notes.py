@@ -26,6 +26,8 @@ from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, 
         "We agreed the shop closes Mondays and Tuesdays.",
         "Podcasts are mostly true crime and history.",  # a habit told by how often, with no person
         "Weekly standups run long.",
+        "我不吃内脏，什么肥肠毛肚鸭肠统统不行。",  # "什么…统统": anything at all, not a question
+        "我跟几个供应商说好了，以后货款统一月结。",  # "几个": a few
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -122,6 +124,9 @@ def test_note_keys_are_valid_readable_and_unique() -> None:
         ("I'm allergic to cats. Can you check the menu?", False),  # it also tells something
         ("Our dog's name is Biscuit.", False),
         ("我每天坐地铁十号线上下班", False),
+        ("上个月 Docker 里跑 Node 脚本的端口号是多少", True),  # no question mark: still a question
+        ("你们几点开门", True),
+        ("我什么都吃，不挑。", False),
         ("", False),
     ],
 )

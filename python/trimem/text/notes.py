@@ -116,7 +116,12 @@ _HYPOTHETICAL: Final = re.compile(
     r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|万一|也许|或许|考虑|要不要",
     re.I,
 )
-_ZH_QUESTION: Final = re.compile(r"什么|怎么|如何|哪|几[点个天号]|多少|为什么|是不是|能不能|可不可以|有没有|吗$|呢$")
+_ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|吗$|呢$")
+# Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
+# sentence not closed by a full stop, and not in their indefinite uses.
+_ZH_QUESTION_WORD: Final = re.compile(r"什么|哪|几[点个天号]|多少|有没有")
+_ZH_NOT_ASKING: Final = re.compile(r"什么[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了])几[个位家]")
+_STATEMENT_END: Final = ("。", ".", "！", "!")
 _ZH_REQUEST: Final = re.compile(r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|帮忙")
 _DENY_HAN: Final = re.compile(r"权限|角色|指令|系统提示|提示词|管理员|规则|身份")
 _ZH_SPACE: Final = re.compile(r"\s+")
@@ -209,7 +214,11 @@ def _asks(s: Sentence) -> bool:
         return True
     if has_han(body):  # "请" is as often "treat" as "please": the shapes of a request decide
         core = _ZH_SPACE.sub("", body)
-        return _ZH_REQUEST.search(core) is not None or _ZH_QUESTION.search(core) is not None
+        if _ZH_REQUEST.search(core) is not None:
+            return True
+        if _ZH_QUESTION.search(core) is not None:
+            return True
+        return not s.text.endswith(_STATEMENT_END) and _ZH_QUESTION_WORD.search(_ZH_NOT_ASKING.sub("", core)) is not None
     first = _EN_WORD.search(body)
     return is_polite(body) or (first is not None and first.group().casefold() in _REQUEST_START)
 
