@@ -22,6 +22,7 @@ from trimem.errors import InvalidArgumentError
 __all__ = [
     "CHECKPOINT_BYTES",
     "DAY_US",
+    "FACET_WEIGHT",
     "FACT_VECTOR_WEIGHT",
     "ITEM_SEARCH_EF",
     "LAYERS",
@@ -81,6 +82,10 @@ FACT_VECTOR_WEIGHT: Final = 3.0
 the embedder's weight for the request's language): a profile is a few dozen short statements
 that share everyday words with any request ("my", "work", "week"), and a request names a fact
 by what it means more often than by its words ("book a restaurant" for "I'm vegetarian")."""
+FACET_WEIGHT: Final = 1.0
+"""The fusion weight of the facet leg in a search of the fact index (:mod:`trimem.text.facets`):
+the facts touching the facets of life a request touches ("get to the expo" and "I can't drive")
+rank higher, against the keywords' 1 and the vector's ``FACT_VECTOR_WEIGHT``."""
 PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""

@@ -345,3 +345,33 @@ def test_the_fact_index_weighs_meaning_over_shared_words(monkeypatch: pytest.Mon
     mem.facts.search("book a restaurant for the team", user_id="u")
     mem.facts.search("帮我订个餐厅", user_id="u")
     assert asked == [FACT_VECTOR_WEIGHT, FACT_VECTOR_WEIGHT * 0.5] and FACT_VECTOR_WEIGHT > 1.0
+
+
+def test_facts_touching_the_requests_facets_rank_higher_by_a_hand_computed_gain() -> None:
+    import math
+
+    from trimem.config import FACET_WEIGHT, Policy
+
+    mem = Memory(embedder="hashing")  # every fact is a candidate when there are vectors
+    notes = {
+        "note_licence": "I can't drive, never got my licence.",  # travel
+        "note_lfs": "Big assets go through Git LFS on GitHub.",
+        "note_savings": "I'm living off savings these days.",  # money
+        "note_bus": "The 99 bus is my lifeline.",  # travel
+    }
+    for key, text in notes.items():
+        mem.facts.set(key, text, user_id="u")
+    plain = mem.facts.search("expo in Seattle", user_id="u", k=4)
+    found = mem.facts.search("expo in Seattle", user_id="u", k=4, request="How should I get to the expo in Seattle?")
+    # two of the four touch "travel": each gains its rarity over that of a facet one fact touches
+    gain = FACET_WEIGHT / (Policy().rrf_k + 1) * math.log(5 / 2.5) / math.log(5 / 1.5)
+    assert {f.key: s.explain.get("facets") for f, s in found} == {
+        "note_licence": round(gain, 6), "note_bus": round(gain, 6), "note_lfs": None, "note_savings": None,
+    }  # fmt: skip
+    assert set(keys(found)[:2]) == {"note_licence", "note_bus"}
+    before = {f.key: s for f, s in plain}
+    for fact, scored in found:  # a facet reorders: it never makes a match confident
+        assert scored.weak == before[fact.key].weak
+        assert scored.score == pytest.approx(before[fact.key].score + (scored.explain.get("facets") or 0.0), abs=1e-6)
+    # the request defaults to the query; one naming no facet leaves the order as the index found it
+    assert keys(mem.facts.search("Seattle expo", user_id="u", k=4)) == keys(plain)

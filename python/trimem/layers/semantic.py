@@ -17,20 +17,23 @@ policies and anecdotes never crowd each other out.
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
-from trimem.config import FACT_VECTOR_WEIGHT
+from trimem.config import FACET_WEIGHT, FACT_VECTOR_WEIGHT
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
 from trimem.telemetry import instrument
+from trimem.text.facets import facets
 from trimem.text.keys import fact_text, is_note_key
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
@@ -58,6 +61,30 @@ def _sources(source: Iterable[int]) -> list[int]:
         if i is None:
             raise InvalidArgumentError(f"source must be a list of episode ids, got {shown(s)}")
         out.append(i)
+    return out
+
+
+def _by_facets(
+    found: builtins.list[tuple[Fact, Scored]], wanted: frozenset[str], rrf_k: float
+) -> builtins.list[tuple[Fact, Scored]]:
+    """`found` with a facet leg fused in: each fact gains up to ``FACET_WEIGHT / (rrf_k + 1)``,
+    the share of the request's facets it touches, each facet weighed by how few of the found
+    facts touch it (a facet most of a profile touches, "time" or "work", tells little). The weak
+    stay weak and after the confident."""
+    touched = [wanted & facets(fact_text(f.key, f.value)) for f, _ in found]
+    n = len(found)
+    rarity = {name: math.log((n + 1) / (0.5 + sum(name in t for t in touched))) for name in wanted}
+    total = math.log((n + 1) / 1.5)  # the rarity of a facet one found fact touches
+    if total <= 0.0:
+        return found
+    out = list(found)
+    for i, names in enumerate(touched):
+        gain = FACET_WEIGHT / (rrf_k + 1) * sum(max(rarity[x], 0.0) for x in names) / total
+        if gain > 0.0:
+            fact, scored = found[i]
+            explain = {**scored.explain, "facets": round(gain, 6)}
+            out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
+    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
     return out
 
 
@@ -227,9 +254,13 @@ class Facts(IndexedLayer):
         k: int = 5,
         vector: np.ndarray | None = None,
         now: TimeLike | None = None,
+        request: str | None = None,
     ) -> builtins.list[tuple[Fact, Scored]]:
         """The user's current facts and notes nearest to `query` by keywords and meaning, best
         first (those under the floors of a confident match labelled weak, after the others).
+        The facets of life the `request` as asked (default: `query`) touches add a leg that
+        ranks the facts touching them (:mod:`trimem.text.facets`): they reorder, never make a
+        match confident.
 
         >>> from trimem import Memory
         >>> mem = Memory(embedder=None)
@@ -244,10 +275,13 @@ class Facts(IndexedLayer):
             vector = self._embed.query(query)
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
-        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
+        wanted = facets(query if request is None else request)
+        # a facet may lift a fact from under the first k: twice as many are weighed
+        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=2 * k if wanted else k,
                   floors=self._embed.floors(self.floors, query), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
-        return self._backend.search_facts(q, self._policy)
+        found = self._backend.search_facts(q, self._policy)
+        return _by_facets(found, wanted, self._policy.rrf_k)[:k] if wanted else found
 
     @property
     def same_subject_cosine(self) -> float:

@@ -242,7 +242,7 @@ class Recall:
                 profile[key] = fact
         matches: dict[str, Scored] = {}
         for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
-                                               now=now):  # fmt: skip
+                                               now=now, request=intent.query):  # fmt: skip
             if fact.key not in profile:
                 profile[fact.key] = fact
                 matches[fact.key] = scored

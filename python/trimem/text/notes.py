@@ -218,7 +218,9 @@ def _asks(s: Sentence) -> bool:
             return True
         if _ZH_QUESTION.search(core) is not None:
             return True
-        return not s.text.endswith(_STATEMENT_END) and _ZH_QUESTION_WORD.search(_ZH_NOT_ASKING.sub("", core)) is not None
+        return (
+            not s.text.endswith(_STATEMENT_END) and _ZH_QUESTION_WORD.search(_ZH_NOT_ASKING.sub("", core)) is not None
+        )
     first = _EN_WORD.search(body)
     return is_polite(body) or (first is not None and first.group().casefold() in _REQUEST_START)
 

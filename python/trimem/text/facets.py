@@ -1,0 +1,181 @@
+"""Facets: the parts of a life a text is about — food, travel, health, family, money… — in
+English and Chinese, so that a request meets the profile notes it bears on when they share no
+word: "How should I get to the expo in Seattle?" and "I can't drive, never got my licence" are
+both about getting around; "周五晚上想找个地方喝一杯" and "我喜欢喝精酿" both about drinks.
+
+An embedder of sentence meaning rarely knows this (a request names a fact by what it needs, not by
+what it says); a small table of everyday words per facet does, in both languages. There is no
+facet of time: nearly every request and every habit names a day or an hour, so it tells nothing
+of which fact a request needs (measured: a time facet lowered the rank of the facts asked for). The fact
+index's search adds a leg that ranks the user's facts by the facets they share with a request
+(:meth:`trimem.layers.semantic.Facts.search`): it reorders, it never makes a match confident.
+
+>>> sorted(facets("How should I get to the games expo in Seattle?"))
+['travel']
+>>> sorted(facets("I can't drive, never got my licence.")), sorted(facets("我喜欢喝精酿，IPA 是我的最爱。"))
+(['travel'], ['drink'])
+>>> sorted(facets("晚上想点个火锅外卖")), facets("ok thanks"), sorted(facets("I live just off Commercial Drive"))
+(['food'], frozenset(), ['home'])
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from trimem.text.script import has_han, prepare_text
+
+__all__ = ["FACETS", "facets"]
+
+# facet → (English words and phrases, Chinese words), "|"-separated. English words match whole
+# (and with a plural, -ing or -ed ending); Chinese words match anywhere.
+FACETS: Final[Mapping[str, tuple[str, str]]] = {
+    "food": (
+        "eat|eating|ate|food|meal|dinner|lunch|breakfast|brunch|supper|restaurant|cafe|cook|cooking|recipe|menu|"
+        "snack|dish|cuisine|diet|vegetarian|vegan|halal|kosher|gluten|dairy|lactose|pork|beef|chicken|meat|"
+        "seafood|fish|shellfish|nut|nuts|peanut|spicy|takeaway|takeout|delivery|catering|grocery|groceries|"
+        "bbq|barbecue|picnic|potluck|sugar|sweets|dessert|cake|bake|baking|bread|fasting|calories",
+        "吃|饭|菜|餐|外卖|火锅|烧烤|聚餐|饭店|餐厅|馆子|食|忌口|素|猪肉|牛肉|羊肉|海鲜|辣|甜|糖|内脏|早点|夜宵|"
+        "点单|菜谱|下厨|做饭|口味|零食|蛋糕|面包|清真|控糖|减肥|饮食",
+    ),
+    "drink": (
+        "drink|drinks|drinking|beer|beers|wine|bar|pub|brewery|cocktail|cocktails|coffee|espresso|latte|tea|"
+        "alcohol|sober|whisky|whiskey|booze|ipa|stout|lager|happy hour|a pint",
+        "喝|酒|啤酒|精酿|咖啡|茶|奶茶|酒吧|小酌|一杯|白酒|红酒|饮料|戒酒",
+    ),
+    "travel": (
+        "drive|driving|drove|driver|car|cars|licence|license|commute|commuting|bus|train|subway|metro|tube|"
+        "bike|cycle|cycling|flight|flights|fly|flying|airport|airline|trip|travel|travelling|traveling|ticket|"
+        "tickets|taxi|uber|lyft|parking|route|directions|get to|getting to|ride|rides|ferry|visa|passport|"
+        "hotel|airbnb|road trip|carpool|scooter|walk to",
+        "开车|驾照|车|地铁|公交|高铁|火车|动车|飞机|机票|车票|出差|通勤|打车|骑车|自行车|电动车|路线|回家|旅行|"
+        "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟",
+    ),
+    "home": (
+        "home|house|flat|apartment|neighbourhood|neighborhood|nearby|near|local|locally|live|living|lives|"
+        "moved|move|address|rent|landlord|hometown|grew up|born|from",
+        "住|我家|家里|在家|回家|离家|到家|家门口|附近|小区|房子|租|搬|城市|地址|本地|老家|家乡|周边",
+    ),
+    "health": (
+        "health|healthy|doctor|gp|allergy|allergic|allergies|pain|back|knee|knees|wrist|wrists|injury|injured|"
+        "condition|asthma|diabetes|diabetic|pregnant|pregnancy|blind|deaf|medication|meds|pill|pills|surgery|"
+        "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability",
+        "过敏|病|医生|医院|疼|痛|腰|膝盖|手腕|颈椎|恐高|怕|身体|血糖|血压|胰岛素|药|睡眠|失眠|怀孕|体检|"
+        "晕|手术|紫外线|晒|哮喘|近视|体力",
+    ),
+    "family": (
+        "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
+        "father|parents|baby|family|nephew|niece|sister|brother|sibling|grandma|grandmother|grandpa|"
+        "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night",
+        "老婆|媳妇|老公|爱人|孩子|儿子|女儿|爸|妈|父母|家人|宝宝|女朋友|男朋友|对象|哥|姐|弟|妹|爷爷|奶奶|"
+        "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日",
+    ),
+    "pets": (
+        "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter",
+        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛",
+    ),
+    "people": (
+        "boss|manager|colleague|colleagues|coworker|coworkers|team|client|clients|customer|customers|supplier|"
+        "suppliers|vendor|vendors|partner|partners|assistant|ea|director|ceo|founder|editor|recruiter|"
+        "landlord|accountant|lawyer|mentor|collaborator|artist|contact",
+        "老板|领导|同事|客户|供应商|合伙人|主编|上司|经理|总监|助理|搭档|师傅|会计|律师|对接人|甲方|厂家|房东",
+    ),
+    "money": (
+        "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
+        "cost|costs|money|salary|expense|expenses|reimburse|reimbursement|bank|card|paypal|savings|afford|"
+        "cheap|expensive|tax|taxes|refund|quote|fee|fees|accounting|bookkeeping|payroll|cash",
+        "钱|付款|收款|付|账|发票|报销|预算|价格|工资|货款|结算|月结|支付宝|微信支付|转账|省钱|贵|便宜|费|税|"
+        "退款|报价|收费|现金|存款|花销",
+    ),
+    "outdoors": (
+        "outdoor|outdoors|outside|sun|sunny|rain|raining|weather|hike|hiking|beach|mountain|mountains|snow|"
+        "heat|cold|camping|garden|park|trail",
+        "户外|外景|太阳|雨|天气|山|海边|爬山|徒步|露营|雪|高温|冷|公园",
+    ),
+    "sport": (
+        "gym|running|marathon|race|training|train for|yoga|swim|swimming|football|soccer|basketball|"
+        "tennis|golf|climbing|fan|fans|match|season|workout|fitness|pilates|crossfit",
+        "健身|跑步|马拉松|游泳|球|瑜伽|比赛|锻炼|运动|球迷|赛季",
+    ),
+    "language": (
+        "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
+        "portuguese|italian|arabic|hindi|translate|translation|speak|speaks|accent|plain english|jargon",
+        "语言|英文|英语|中文|普通话|粤语|日语|韩语|法语|德语|西班牙语|翻译|方言|口语",
+    ),
+}
+
+_EN_WORD: Final = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
+# A capitalised word inside a sentence is a name ("Commercial Drive", "Git LFS").
+_SENTENCE_START: Final = re.compile(r"(?:^|[.!?:;\n]\s*|\s[-–]\s)$")
+# Where one is from: "我是大理人", "他是东北人".
+_ZH_ORIGIN: Final = re.compile(r"是[\u4e00-\u9fff]{2,3}人(?![员士物力手])")
+_ENDINGS: Final = (("ies", "y"), ("es", ""), ("s", ""), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"))
+
+
+_Table = dict[str, frozenset[str]]
+
+
+def _tables() -> tuple[_Table, _Table, re.Pattern[str], _Table, re.Pattern[str]]:
+    words: dict[str, set[str]] = {}
+    phrases: dict[str, set[str]] = {}
+    han: dict[str, set[str]] = {}
+    for name, (en, zh) in FACETS.items():
+        for w in en.split("|"):
+            (phrases if " " in w else words).setdefault(w, set()).add(name)
+        for w in zh.split("|"):
+            han.setdefault(w, set()).add(name)
+
+    def alternation(table: Mapping[str, set[str]]) -> str:
+        return "|".join(re.escape(w) for w in sorted(table, key=len, reverse=True))
+
+    def frozen(table: Mapping[str, set[str]]) -> _Table:
+        return {w: frozenset(v) for w, v in table.items()}
+
+    return (
+        frozen(words),
+        frozen(phrases),
+        re.compile(rf"\b(?:{alternation(phrases)})\b"),
+        frozen(han),
+        re.compile(alternation(han)),
+    )
+
+
+_WORDS, _PHRASES, _PHRASE_PATTERN, _HAN, _HAN_PATTERN = _tables()
+
+
+def _word_facets(word: str) -> frozenset[str] | None:
+    hit = _WORDS.get(word)
+    if hit is not None:
+        return hit
+    for ending, base in _ENDINGS:
+        if len(word) > len(ending) + 2 and word.endswith(ending):
+            hit = _WORDS.get(word[: -len(ending)] + base)
+            if hit is not None:
+                return hit
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def facets(text: str) -> frozenset[str]:
+    """The facets `text` touches (see :data:`FACETS`); empty when it names none."""
+    text = prepare_text(text)
+    low = text.casefold()
+    found: set[str] = set()
+    for m in _EN_WORD.finditer(text):
+        word = m.group().casefold()
+        if m.group()[0].isupper() and not _SENTENCE_START.search(text, 0, m.start()):
+            continue
+        hit = _word_facets(word)
+        if hit is not None:
+            found |= hit
+    if " " in low:
+        for m in _PHRASE_PATTERN.finditer(low):
+            found |= _PHRASES[m.group()]
+    if has_han(low):
+        for m in _HAN_PATTERN.finditer(low):
+            found |= _HAN[m.group()]
+        if _ZH_ORIGIN.search(low):
+            found.add("home")
+    return frozenset(found)

@@ -1,0 +1,47 @@
+"""Facets: the parts of a life a text is about, read from everyday words in either language."""
+
+from __future__ import annotations
+
+import pytest
+
+from trimem.text.facets import FACETS, facets
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted"),
+    [
+        ("How should I get to the games expo in Seattle?", {"travel"}),
+        ("I can't drive, never got my licence.", {"travel"}),
+        ("Most days I'm commuting by bike.", {"travel"}),  # an -ing ending
+        ("Seasonal allergies wreck me every spring.", {"health"}),
+        ("Find a physio near home.", {"health", "home"}),
+        ("My daughter Holly is expecting her first baby.", {"family"}),
+        ("Who should I pass the supplier's invoices to?", {"people", "money"}),
+        ("火把节想回家，帮我查下车票", {"home", "travel"}),
+        ("我是大理人，现在在昆明做婚纱摄影。", {"home"}),  # where one is from
+        ("我对紫外线过敏，太阳晒久了胳膊上起红疹。", {"health", "outdoors"}),
+        ("工作室收款都走支付宝商家码", {"money"}),
+        ("我喜欢喝精酿", {"drink"}),
+        ("朋友出差，让我帮她照看家里的宠物", {"home", "travel", "pets"}),
+    ],
+)
+def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:
+    assert facets(text) == wanted
+
+
+def test_a_name_is_not_read_for_its_words() -> None:
+    # "Drive" and "Park" name a street and a place here, not a way of getting around
+    assert facets("I live just off Commercial Drive, near Central Park.") == {"home"}
+    assert facets("Drive me home.") == {"travel", "home"}  # the first word of a sentence is read
+
+
+def test_times_name_no_facet_and_plain_talk_names_none() -> None:
+    # a day or an hour is in nearly every request and habit: it tells nothing of which fact is needed
+    for text in ["Every Monday at 9am", "周三晚上七点半", "ok thanks", "", "The proxy runs on Linux"]:
+        assert facets(text) == frozenset(), text
+
+
+def test_every_facet_has_words_in_both_languages() -> None:
+    for name, (en, zh) in FACETS.items():
+        assert en.split("|") and zh.split("|"), name
+        assert all(w == w.lower() and w.strip() == w for w in en.split("|")), name
