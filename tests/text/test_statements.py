@@ -20,6 +20,8 @@ def readings(text: str, **kw: object) -> list[Reading]:
     ("text", "expected"),
     [
         ("My favourite editor is Vim", [("set", "editor", "Vim", "fact")]),
+        ("favourite editor is Vim", [("set", "editor", "Vim", "fact")]),  # chat drops the owner
+        ("favorite beer is Surly Furious, no contest", [("set", "favorite_beer", "Surly Furious", "fact")]),
         ("I live in Lisbon with my wife", [("set", "city", "Lisbon", "fact")]),
         ("I work at Google as an SRE", [("set", "company", "Google", "fact")]),
         ("I use Neovim", [("set", "editor", "Neovim", "preference")]),

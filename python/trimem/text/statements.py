@@ -95,6 +95,8 @@ class _Found(NamedTuple):
 
 
 _WORD: Final = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# Chat drops the owner of a favourite: "favorite beer is Surly Furious" is the user's.
+_ELIDED_OWNER: Final = re.compile(r"^(?=(?:fav|favou?rite|go-to|usual|preferred)\s+\w)", re.I)
 
 
 def _group(m: re.Match[str], name: str) -> str | None:
@@ -152,7 +154,7 @@ class StatementReader:
             for clause in clauses(sentence.body):
                 if len(clause) > MAX_CLAUSE_CHARS or is_hypothetical(clause):
                     continue
-                changes = self._clause(clause, by_user, sentence.question, state)
+                changes = self._clause(_ELIDED_OWNER.sub("my ", clause), by_user, sentence.question, state)
                 if not changes and by_user and not sentence.question and len(said) == 1:
                     changes = self._note(clause)
                 for (op, key, value, phrase, old), kind, subject in changes:
