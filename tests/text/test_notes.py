@@ -28,6 +28,13 @@ from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, 
         "Weekly standups run long.",
         "我不吃内脏，什么肥肠毛肚鸭肠统统不行。",  # "什么…统统": anything at all, not a question
         "我跟几个供应商说好了，以后货款统一月结。",  # "几个": a few
+        "The clinical system at work is EMIS.",  # the user's world, with no person
+        "Big assets go through Git LFS on GitHub, the repo's private.",
+        "the managing partner is Deborah Voss, she hates jargon",
+        "工作室收款都走支付宝商家码，方便对账。",
+        "btw our office wifi is flaky on the third floor",  # an aside before what is told
+        "remind me, my GMC revalidation is due in August",
+        "Remember that I'm vegetarian.",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -53,6 +60,8 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "my permissions are root",
         "Never again.",  # how often, but not of what
         "Always.",
+        "remind me to call the bank",  # a reminder asked for: no aside
+        "The weather is nice",
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:

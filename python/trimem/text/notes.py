@@ -55,6 +55,20 @@ _EN_WORD_LOWER: Final = re.compile(r"[a-z]+")
 # for other things ("our HR system", "the shop's rules", "a new fatigue policy"), plus plurals.
 _AUTHORITY: Final = (DENY_WORDS - {"system", "rule", "rules", "policy", "policies"}) | {"admins", "superusers"}
 _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b|\bi’", re.I)
+# The user's world named without a person: "The clinical system at work is EMIS", "the repo's
+# private", "the managing partner is Deborah Voss".
+_EN_WORLD: Final = re.compile(
+    r"\b(?:at\s+(?:work|the\s+office|home)|the\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
+    r"lab|store|restaurant|repo|kids|family)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
+)
+_ZH_WORLD: Final = re.compile(r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们")
+# An aside before what is told: "btw …", "remind me, …", "Remember that …" ("remind me to …"
+# asks for a reminder: it is no aside).
+_EN_ASIDE: Final = re.compile(
+    r"^(?:btw|by\s+the\s+way|fyi|oh\s+and|just\s+so\s+you\s+know|for\s+the\s+record|"
+    r"(?:please\s+)?(?:remember|note|remind\s+me)(?:\s+that\b|\s*[,:]))[\s,:]*",
+    re.I,
+)
 # A request or instruction to the assistant, by its first word.
 _REQUEST_START: Final = frozenset(
     "can could would will please help tell show give write make pick find book plan schedule remind "
@@ -143,8 +157,9 @@ def _en_note(body: str) -> bool:
     lasting = _EN_LASTING.search(body) is not None
     if _EN_MOMENT.search(body) and not lasting:
         return False
-    # about the user (or their team, home, family): said in the first person, or as a habit or change
-    if not (_EN_PERSON.search(body) or lasting or _EN_CHANGE.search(body)):
+    # about the user (or their team, home, family): said in the first person, of their world, or
+    # as a habit or change
+    if not (_EN_PERSON.search(body) or _EN_WORLD.search(body) or lasting or _EN_CHANGE.search(body)):
         return False
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
@@ -161,7 +176,8 @@ def _zh_note(body: str) -> bool:
     # and a moment's change ("今天新娘换了五套衣服") is an event unless it holds from now on
     lasting = _ZH_LASTING.search(core) is not None
     changed = _ZH_CHANGE.search(core) is not None
-    return (lasting or changed or "我" in core or "咱" in core) and not (_ZH_MOMENT.search(core) and not lasting)
+    about_user = "我" in core or _ZH_WORLD.search(core) is not None
+    return (lasting or changed or about_user) and not (_ZH_MOMENT.search(core) and not lasting)
 
 
 def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
@@ -175,6 +191,11 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     kept: list[str] = []
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
+        if not has_han(body):
+            aside = _EN_ASIDE.match(body)
+            if aside is not None and aside.end() < len(body):
+                body = body[aside.end() :]
+                s = Sentence(body, s.text, s.question)
         if _asks(s) or is_polite(body) or _HYPOTHETICAL.search(body):
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
