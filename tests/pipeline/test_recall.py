@@ -186,3 +186,23 @@ def test_a_forked_child_overlaps_its_reads_on_threads_of_its_own(tmp_path: Any) 
 
     done = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, str(tmp_path / "m")], timeout=120, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def test_a_keyed_fact_is_shown_in_the_users_words_when_they_say_more() -> None:
+    from datetime import timedelta
+
+    mem = Memory(embedder=None)
+    mem.retain("I live in East Van, just off Commercial Drive.", user_id="u", timestamp=NOW - timedelta(days=30))
+    mem.retain("My favourite editor is Vim.", user_id="u", timestamp=NOW - timedelta(days=20))
+    mem.reflect(user_id="u")
+    assert mem.facts.get("city", user_id="u").value == "East Van"  # type: ignore[union-attr]
+    bundle = mem.recall("Which city do I live in, and my editor?", user_id="u", now=NOW)
+    assert bundle.profile_evidence == {"city": "I live in East Van, just off Commercial Drive."}
+    text = bundle.render(300)
+    assert "- city: I live in East Van, just off Commercial Drive. (since" in text
+    assert "- editor: Vim (since" in text  # nothing more was said: the value alone
+    assert text.count("Commercial Drive") == 1  # the evidence is not repeated as an event
+    # a fact set by hand has no words of the user; another scope's episode is never quoted
+    (city,) = [f for f in bundle.profile if f.key == "city"]
+    mem.facts.set("city", "East Van", user_id="v", source=[city.source[-1]])
+    assert mem.recall("Which city do I live in?", user_id="v", now=NOW).profile_evidence == {}

@@ -52,6 +52,8 @@ class RecallBundle:
     profile: list[Fact] = field(default_factory=list)
     # facts and notes found by keywords and meaning (not pinned or named by key): their scores
     profile_matches: dict[str, Scored] = field(default_factory=dict)
+    # keyed facts' evidence: the user's words a value was read from, where they say more
+    profile_evidence: dict[str, str] = field(default_factory=dict)
     episodes: list[RecalledEpisode] = field(default_factory=list)
     knowledge: list[RecalledKnowledge] = field(default_factory=list)
     working: list[Turn] = field(default_factory=list)
@@ -118,13 +120,18 @@ class RecallBundle:
         text = " ".join(f.value.split())
         if is_note_key(f.key):
             return f"- {text} ({day(f.updated_at)}{was})"
-        return f"- {f.key}: {text} (since {day(f.updated_at)}{was})"
+        said = self.profile_evidence.get(f.key)  # holds the value: shown in its place
+        return f"- {f.key}: {' '.join(said.split()) if said else text} (since {day(f.updated_at)}{was})"
 
     def _note_sources(self, fact: int | None) -> set[int]:
-        """The episodes a profile note was read from (none for a keyed fact or the heading)."""
-        if fact is None or not is_note_key(self.profile[fact].key):
+        """The episodes a profile line quotes: a note's, a keyed fact's evidence (none for the
+        heading or a keyed fact shown without its words)."""
+        if fact is None:
             return set()
-        return set(self.profile[fact].source)
+        f = self.profile[fact]
+        if is_note_key(f.key):
+            return set(f.source)
+        return {f.source[-1]} if f.key in self.profile_evidence and f.source else set()
 
     def _weak_line(self, name: str, i: int) -> bool:
         """Whether line `i` of section `name` is an event or document labelled a weak match."""

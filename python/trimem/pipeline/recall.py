@@ -26,6 +26,8 @@ from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn, indexed_time
 from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
+from trimem.text.evidence import evidence_of
+from trimem.text.keys import is_note_key
 from trimem.text.notes import is_request
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 
@@ -162,6 +164,7 @@ class Recall:
         try:
             profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
                                              cutoff=cutoff)  # fmt: skip
+            evidence = self._evidence(profile, namespace)
             t3 = time.perf_counter()
             episodes = episodes_read.result()
             if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
@@ -192,6 +195,7 @@ class Recall:
             intent=intent,
             profile=profile,
             profile_matches=matches,
+            profile_evidence=evidence,
             episodes=episodes,
             knowledge=knowledge,
             working=working,
@@ -250,6 +254,21 @@ class Recall:
             return list(profile.values()), matches
         held = self._facts.as_of_many([*profile, *intent.keys], cutoff, user_id=user_id, agent_id=agent_id)
         return held, {f.key: matches[f.key] for f in held if f.key in matches}
+
+    def _evidence(self, profile: list[Fact], namespace: str) -> dict[str, str]:
+        """The user's words each keyed fact of the profile was last read from, where they say
+        more than its key and value (:func:`~trimem.text.evidence.evidence_of`)."""
+        keyed = [(f, f.source[-1]) for f in profile if f.source and not is_note_key(f.key)]
+        if not keyed:
+            return {}
+        out: dict[str, str] = {}
+        for (fact, _), ep in zip(keyed, self._backend.episodes([sid for _, sid in keyed])):
+            if ep is None or ep.role != "user" or f"{ep.agent_id}/{ep.user_id}" != namespace:
+                continue  # a source never crosses scopes
+            said = evidence_of(fact.key, fact.value, ep.text)
+            if said is not None:
+                out[fact.key] = said
+        return out
 
     def _with_fact_sources(
         self, episodes: list[RecalledEpisode], profile: list[Fact], intent: MemoryIntent, k: int, namespace: str
