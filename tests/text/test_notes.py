@@ -35,6 +35,18 @@ from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, 
         "btw our office wifi is flaky on the third floor",  # an aside before what is told
         "remind me, my GMC revalidation is due in August",
         "Remember that I'm vegetarian.",
+        # chat leaves the subject out, or names the user's people and things without "my"
+        "Allergic to penicillin.",
+        "Can't stand cilantro.",
+        "Not a morning person at all.",
+        "Sister lives in Perth.",
+        "Mum's birthday is March 3rd.",
+        "Deploys happen Thursdays only.",  # a weekday in the plural is a habit
+        "对青霉素过敏。",
+        "不太能吃辣。",
+        "腰不好，久坐不行。",
+        "孩子在实验小学，下午四点放学。",
+        "发版只在周四。",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -62,6 +74,8 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "Always.",
         "remind me to call the bank",  # a reminder asked for: no aside
         "The weather is nice",
+        "Thunderstorms all afternoon.",
+        "这周四开会讨论了预算",  # this Thursday: one day, and told as done
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:

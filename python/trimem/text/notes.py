@@ -59,9 +59,20 @@ _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we'
 # private", "the managing partner is Deborah Voss".
 _EN_WORLD: Final = re.compile(
     r"\b(?:at\s+(?:work|the\s+office|home)|the\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
-    r"lab|store|restaurant|repo|kids|family)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
+    r"lab|store|restaurant|repo|kids|family|landlord|boss)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
+    # the user's people, body and things, told without "my": "Sister lives in Perth", "Kid's school is …"
+    r"|(?i:^(?:mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
+    r"daughter|grandma|grandpa|boss|landlord|bank|gym|doctor|dentist|accountant|cat|dog|back|knee|knees)(?:'s)?\b)"
+    # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
+    r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
+    r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"
 )
-_ZH_WORLD: Final = re.compile(r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们")
+_ZH_WORLD: Final = re.compile(
+    r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们"
+    # the user's people, body and things without "我的", and the subject chat leaves out
+    r"|^(?:孩子|儿子|女儿|闺女|老公|老婆|媳妇|爱人|先生|妈|爸|姐|哥|弟|妹|房东|老板|领导|工资卡|银行卡|腰|胃|膝盖|颈椎|"
+    r"眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
+)
 # An aside before what is told: "btw …", "remind me, …", "Remember that …" ("remind me to …"
 # asks for a reminder: it is no aside).
 _EN_ASIDE: Final = re.compile(
@@ -91,12 +102,14 @@ _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|f
 _ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
-    r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|"
+    r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|weeknights|"
+    r"mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
     rf"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|已经|"
+    rf"(?<![这上下本])(?:周|星期)[一二三四五六日天]|"
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
