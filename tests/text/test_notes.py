@@ -47,6 +47,8 @@ from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, 
         "腰不好，久坐不行。",
         "孩子在实验小学，下午四点放学。",
         "发版只在周四。",
+        "Vikings fan.",  # who the user is, in a few words
+        "Night owl, always have been.",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -75,6 +77,7 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "remind me to call the bank",  # a reminder asked for: no aside
         "The weather is nice",
         "Thunderstorms all afternoon.",
+        "What a fan.",
         "这周四开会讨论了预算",  # this Thursday: one day, and told as done
     ],
 )

@@ -66,6 +66,10 @@ _EN_WORLD: Final = re.compile(
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
     r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"
+    # who the user is, in a few words: "Vikings fan", "Night owl", "Huge coffee drinker"
+    r"|(?i:^(?!(?:what|such|how|the|that|this|a|an)\b)(?:[\w'-]+\s+){0,3}"
+    r"(?:fan|supporter|person|owl|drinker|eater|lover|addict|nerd|geek|introvert|extrovert|runner|cyclist|gamer|"
+    r"reader|early\s+bird)$)"
 )
 _ZH_WORLD: Final = re.compile(
     r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们"
