@@ -5,7 +5,7 @@ from the log and snapshots (the engine indexes do not hold facts).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import msgspec
 
@@ -22,6 +22,9 @@ class FactTable:
         self.current: dict[FactKey, Fact] = {}
         self.history: dict[FactKey, list[FactVersion]] = {}
         self.pinned: set[FactKey] = set()
+        # each user's current keys, in the order `current` holds them: a user's facts are read
+        # with every recall, and scanning every user's would grow with the store
+        self._keys_of: dict[tuple[str, str], dict[str, None]] = {}
         self.aliases: dict[str, list[str]] = {}
         self.key_names: set[str] = set()
         self._alias_view: dict[str, list[str]] | None = None  # rebuilt only when keys or aliases change
@@ -40,7 +43,8 @@ class FactTable:
         old = self.current.get(fk)
         if op.value is None:
             versions.append(FactVersion(None, op.at, op.at, op.source, "delete"))
-            self.current.pop(fk, None)
+            if self.current.pop(fk, None) is not None:
+                self._unlist(fk)
             return
         versions.append(FactVersion(op.value, op.at, None, op.source, "update" if old else "set"))
         # The Fact gets its own copy of the history: what a caller holds never changes later,
@@ -54,6 +58,14 @@ class FactTable:
             source=op.source,
             pinned=fk in self.pinned,
         )
+        self._keys_of.setdefault((op.agent_id, op.user_id), {})[op.key] = None
+
+    def _unlist(self, fk: FactKey) -> None:
+        keys = self._keys_of.get((fk[0], fk[1]))
+        if keys is not None:
+            keys.pop(fk[2], None)
+            if not keys:
+                del self._keys_of[(fk[0], fk[1])]
 
     def apply_alias(self, op: OpAlias) -> None:
         self._alias_view = None
@@ -87,7 +99,8 @@ class FactTable:
     def remove_keys(self, keys: Iterable[FactKey]) -> None:
         """Hard-deletes facts with their history (retention ran out)."""
         for fk in keys:
-            self.current.pop(fk, None)
+            if self.current.pop(fk, None) is not None:
+                self._unlist(fk)
             self.history.pop(fk, None)
             self.pinned.discard(fk)
 
@@ -96,11 +109,14 @@ class FactTable:
             for fk in [fk for fk in table if fk[0] == agent_id and fk[1] == user_id]:
                 del table[fk]
         self.pinned = {fk for fk in self.pinned if not (fk[0] == agent_id and fk[1] == user_id)}
+        self._keys_of.pop((agent_id, user_id), None)
 
     # -- reads ------------------------------------------------------------------------------------
 
-    def of_user(self, agent_id: str, user_id: str) -> Iterator[Fact]:
-        return (f for (a, u, _), f in self.current.items() if a == agent_id and u == user_id)
+    def of_user(self, agent_id: str, user_id: str) -> list[Fact]:
+        """The user's current facts, in the order they were first set."""
+        keys = self._keys_of.get((agent_id, user_id), {})
+        return [self.current[(agent_id, user_id, key)] for key in keys]
 
     def alias_view(self) -> dict[str, list[str]]:
         """Word → keys, including each known key's own name (with spaces for underscores).
@@ -132,6 +148,7 @@ class FactTable:
             current = current_fact(key, history, pinned=fk in self.pinned)
             if current is not None:
                 self.current[fk] = current
+                self._keys_of.setdefault((a, u), {})[key] = None
 
 
 def alias_view(key_names: Iterable[str], aliases: dict[str, list[str]]) -> dict[str, list[str]]:
