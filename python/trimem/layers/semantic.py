@@ -275,13 +275,12 @@ class Facts(IndexedLayer):
             vector = self._embed.query(query)
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
-        wanted = facets(query if request is None else request)
-        # a facet may lift a fact from under the first k: twice as many are weighed
-        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=2 * k if wanted else k,
+        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
                   floors=self._embed.floors(self.floors, query), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
         found = self._backend.search_facts(q, self._policy)
-        return _by_facets(found, wanted, self._policy.rrf_k)[:k] if wanted else found
+        wanted = facets(query if request is None else request)
+        return _by_facets(found, wanted, self._policy.rrf_k) if wanted and found else found
 
     @property
     def same_subject_cosine(self) -> float:

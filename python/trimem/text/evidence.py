@@ -12,6 +12,7 @@ street, which a request for somewhere near home needs, is only in the user's wor
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -29,6 +30,9 @@ _MORE_WORDS: Final = 2  # English content words beyond the key and the value tha
 _MORE_HAN: Final = 3  # Chinese characters beyond them, grammar characters aside
 
 _EN_WORD: Final = re.compile(r"[a-z0-9][a-z0-9']+")
+# a sentence end with more text after it (the split itself is the costlier read)
+_SENTENCE_END: Final = re.compile(r"[.!?。！？;；]\s*\S")
+_TRAILING: Final = " \t\n.!?。！？;；\"'”’)）"
 _HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _SAY_NOTHING: Final = (
     QUERY_STOPWORDS
@@ -44,23 +48,42 @@ def evidence_of(key: str, value: str, text: str) -> str | None:
     """The sentence of `text` that names `value`, when it says more than `key` and `value` (see
     the module); else None."""
     needle = prepare_text(value).casefold()
-    if not needle:
+    text = prepare_text(text)
+    if not needle or needle not in text.casefold():
         return None
-    for s in sentences(prepare_text(text)):
-        said = s.text.strip()
-        if needle not in said.casefold():
-            continue
-        if len(said) > MAX_EVIDENCE_CHARS:
-            return None
-        return said if _says_more(key, needle, said.casefold()) else None
+    # most statements are one sentence: split only a text that holds another
+    said = text.strip() if _SENTENCE_END.search(text.rstrip(_TRAILING)) is None else _sentence_naming(needle, text)
+    if said is None or len(said) > MAX_EVIDENCE_CHARS:
+        return None
+    return said if _says_more(key, needle, said.casefold()) else None
+
+
+def _sentence_naming(needle: str, text: str) -> str | None:
+    for s in sentences(text):
+        if needle in s.text.casefold():
+            return s.text.strip()
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_words(key: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The English words and Chinese characters of a key and its phrases in either language."""
+    named = f"{key.replace('_', ' ')} {KEY_PHRASES.get(key, '')}".casefold()
+    return frozenset(_EN_WORD.findall(named)), frozenset(_HAN.findall(named))
+
+
 def _says_more(key: str, value: str, said: str) -> bool:
-    named = f"{key.replace('_', ' ')} {KEY_PHRASES.get(key, '')} {value}".casefold()
+    words, chars = _key_words(key)
     if has_han(said):
-        known = set(_HAN.findall(named)) | NOT_SUBJECT_HAN
-        if sum(c not in known for c in _HAN.findall(said)) >= _MORE_HAN:
+        value_chars = set(_HAN.findall(value))
+        more = (c for c in _HAN.findall(said) if c not in chars and c not in value_chars and c not in NOT_SUBJECT_HAN)
+        if sum(1 for _ in more) >= _MORE_HAN:
             return True
-    known_words = set(_EN_WORD.findall(named)) | _SAY_NOTHING
-    return sum(w not in known_words for w in _EN_WORD.findall(said)) >= _MORE_WORDS
+    value_words = set(_EN_WORD.findall(value))
+    more = 0
+    for w in _EN_WORD.findall(said):
+        if w not in words and w not in value_words and w not in _SAY_NOTHING:
+            more += 1
+            if more >= _MORE_WORDS:
+                return True
+    return False
