@@ -550,3 +550,24 @@ def test_share_reaches_a_threshold_equal_to_the_stored_importance() -> None:
     mem = Memory(embedder=None)
     mem.retain("Prefers dark mode", user_id="u", importance=0.7)  # stored as float32 0.69999999
     assert len(mem.share(from_agent="default", to_agent="b", user_id="u", min_importance=0.7)) == 1
+
+
+def test_a_search_explains_its_hits_as_the_one_hit_rule_does() -> None:
+    from trimem.config import explain, explain_many
+
+    policy = Policy(decay_weight=0.01, importance_weight=0.02)
+    rng = np.random.default_rng(7)
+    score, decay, importance = (rng.random(500).astype(np.float32).astype(np.float64) for _ in range(3))
+    accesses, mentions = rng.integers(0, 9, 500).tolist(), rng.integers(0, 9, 500).tolist()
+    many = explain_many(score, decay, importance, accesses, mentions, policy)
+    assert many == [
+        explain(score=s, decay=d, importance=m, accesses=a, mentions=n, policy=policy)
+        for s, d, m, a, n in zip(score, decay, importance, accesses, mentions)
+    ]
+    # and a recalled hit carries it: its terms add up to its score
+    mem = Memory(embedder=None, policy=policy)
+    mem.retain("release train leaves Tuesday", user_id="u")
+    (hit,) = mem.search("release train", user_id="u")
+    x = hit.explain
+    assert x["score"] == round(hit.scored.score, 6)
+    assert x["relevance"] + x["decay_term"] + x["importance_term"] == pytest.approx(x["score"], abs=2e-6)

@@ -45,7 +45,7 @@ from trimem._backend.ops import (
 )
 from trimem._checks import check_path
 from trimem._core import Hits, HybridIndex
-from trimem.config import CHECKPOINT_BYTES, NEIGHBOUR_STEPS, explain
+from trimem.config import CHECKPOINT_BYTES, NEIGHBOUR_STEPS, explain_many
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
     Durability,
@@ -534,8 +534,8 @@ class EmbeddedBackend:
         hits, order, weak = self._search(self._episodes, query, policy, "episodic")
         recs = self._episodes.get_many(hits.ids[order])
         return [
-            RecalledEpisode(episode_from_record(r), _scored(hits, i, policy, weak=i in weak))
-            for i, r in zip(order, recs)
+            RecalledEpisode(episode_from_record(r), s)
+            for s, r in zip(_scored_many(hits, order, policy, weak), recs)
             if r is not None
         ]
 
@@ -554,8 +554,8 @@ class EmbeddedBackend:
             return []
         hits, order, weak = self._search(self._knowledge, query, policy, "semantic")
         return [
-            RecalledKnowledge(decode_knowledge(r.payload), _scored(hits, i, policy, weak=i in weak))
-            for i, r in zip(order, self._knowledge.get_many(hits.ids[order]))
+            RecalledKnowledge(decode_knowledge(r.payload), s)
+            for s, r in zip(_scored_many(hits, order, policy, weak), self._knowledge.get_many(hits.ids[order]))
             if r is not None
         ]
 
@@ -652,13 +652,13 @@ class EmbeddedBackend:
         # never said ("my daughter's name") is mostly words no fact holds
         hits, order, weak = self._search(self._fact_index, query, policy, "semantic", every_fact=True)
         out: list[tuple[Fact, Scored]] = []
-        for i, rec in zip(order, self._fact_index.get_many(hits.ids[order])):
+        for scored, rec in zip(_scored_many(hits, order, policy, weak), self._fact_index.get_many(hits.ids[order])):
             if rec is None:
                 continue
             agent_id, user_id = rec.namespace.split("/", 1)
             fact = self._facts.current.get((agent_id, user_id, rec.payload.decode("utf-8")))
             if fact is not None:
-                out.append((fact, _scored(hits, i, policy, weak=i in weak)))
+                out.append((fact, scored))
         return out
 
     def fact_vectors(self, agent_id: str, user_id: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -779,21 +779,37 @@ class EmbeddedBackend:
         return self._last_id
 
 
-def _scored(hits: Hits, i: int, policy: Policy, *, weak: bool) -> Scored:
-    b, v = float(hits.bm25_scores[i]), float(hits.vector_scores[i])
-    score, decay, imp = float(hits.scores[i]), float(hits.decay[i]), float(hits.importance[i])
-    acc, men = int(hits.accesses[i]), int(hits.mentions[i])
-    return Scored(
-        score=score,
-        bm25=None if b != b else b,
-        cosine=None if v != v else v,
-        bm25_rank=int(hits.bm25_ranks[i]),
-        vector_rank=int(hits.vector_ranks[i]),
-        decay=decay,
-        importance=imp,
-        base_importance=float(hits.base_importance[i]),
-        accesses=acc,
-        mentions=men,
-        explain=explain(score=score, decay=decay, importance=imp, accesses=acc, mentions=men, policy=policy),
-        weak=weak,
-    )
+def _scored_many(hits: Hits, order: list[int], policy: Policy, weak: set[int]) -> list[Scored]:
+    """The :class:`Scored` of the hits at positions `order`, each column read from the engine once
+    (a property of :class:`Hits` copies its whole array)."""
+    if not order:
+        return []
+    at = np.asarray(order, dtype=np.intp)
+
+    def column(values: np.ndarray) -> np.ndarray:
+        return np.asarray(values[at], dtype=np.float64)
+
+    score, decay, imp = column(hits.scores), column(hits.decay), column(hits.importance)
+    acc, men = hits.accesses[at].tolist(), hits.mentions[at].tolist()
+    explained = explain_many(score, decay, imp, acc, men, policy)
+    bm25, cosine = column(hits.bm25_scores).tolist(), column(hits.vector_scores).tolist()
+    bm25_rank, vector_rank = hits.bm25_ranks[at].tolist(), hits.vector_ranks[at].tolist()
+    base = column(hits.base_importance).tolist()
+    score_l, decay_l, imp_l = score.tolist(), decay.tolist(), imp.tolist()
+    return [
+        Scored(
+            score=score_l[n],
+            bm25=None if bm25[n] != bm25[n] else bm25[n],
+            cosine=None if cosine[n] != cosine[n] else cosine[n],
+            bm25_rank=bm25_rank[n],
+            vector_rank=vector_rank[n],
+            decay=decay_l[n],
+            importance=imp_l[n],
+            base_importance=base[n],
+            accesses=acc[n],
+            mentions=men[n],
+            explain=explained[n],
+            weak=i in weak,
+        )
+        for n, i in enumerate(order)
+    ]
