@@ -12,7 +12,6 @@ retention, consolidation, dedup, working memory) and the limits and floors of th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -37,7 +36,6 @@ __all__ = [
     "NEIGHBOUR_STEPS",
     "Policy",
     "explain",
-    "explain_many",
 ]
 
 MAX_TEXT_CHARS: Final = 100_000
@@ -229,48 +227,16 @@ def explain(
     decay_term = policy.decay_weight * decay
     importance_term = policy.importance_weight * importance
 
-    def r(x: float) -> float:
-        return round(float(x), 6)
-
     return {
-        "score": r(score),
-        "relevance": r(score - decay_term - importance_term),
-        "decay": r(decay),
-        "decay_term": r(decay_term),
-        "importance": r(importance),
-        "importance_term": r(importance_term),
+        "score": round(score, 6),
+        "relevance": round(score - decay_term - importance_term, 6),
+        "decay": round(decay, 6),
+        "decay_term": round(decay_term, 6),
+        "importance": round(importance, 6),
+        "importance_term": round(importance_term, 6),
         "accesses": int(accesses),
         "mentions": int(mentions),
     }
-
-
-def explain_many(
-    score: np.ndarray,
-    decay: np.ndarray,
-    importance: np.ndarray,
-    accesses: Sequence[int],
-    mentions: Sequence[int],
-    policy: Policy,
-) -> list[dict[str, Any]]:
-    """:func:`explain` of many hits at once (float64 arrays, one row per hit): a search explains
-    every hit it returns, and rounding term by term costs more than the search's Python rest."""
-    decay_term = policy.decay_weight * decay
-    importance_term = policy.importance_weight * importance
-    columns = (score, score - decay_term - importance_term, decay, decay_term, importance, importance_term)
-    s, rel, d, dt, imp, it = (np.round(c, 6).tolist() for c in columns)
-    return [
-        {
-            "score": s[i],
-            "relevance": rel[i],
-            "decay": d[i],
-            "decay_term": dt[i],
-            "importance": imp[i],
-            "importance_term": it[i],
-            "accesses": int(accesses[i]),
-            "mentions": int(mentions[i]),
-        }
-        for i in range(len(s))
-    ]
 
 
 def _positive(v: object) -> bool:

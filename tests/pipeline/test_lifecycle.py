@@ -552,22 +552,25 @@ def test_share_reaches_a_threshold_equal_to_the_stored_importance() -> None:
     assert len(mem.share(from_agent="default", to_agent="b", user_id="u", min_importance=0.7)) == 1
 
 
-def test_a_search_explains_its_hits_as_the_one_hit_rule_does() -> None:
-    from trimem.config import explain, explain_many
+def test_every_hit_of_a_search_is_explained_by_its_own_terms() -> None:
+    from trimem.config import explain
 
     policy = Policy(decay_weight=0.01, importance_weight=0.02)
-    rng = np.random.default_rng(7)
-    score, decay, importance = (rng.random(500).astype(np.float32).astype(np.float64) for _ in range(3))
-    accesses, mentions = rng.integers(0, 9, 500).tolist(), rng.integers(0, 9, 500).tolist()
-    many = explain_many(score, decay, importance, accesses, mentions, policy)
-    assert many == [
-        explain(score=s, decay=d, importance=m, accesses=a, mentions=n, policy=policy)
-        for s, d, m, a, n in zip(score, decay, importance, accesses, mentions)
-    ]
-    # and a recalled hit carries it: its terms add up to its score
-    mem = Memory(embedder=None, policy=policy)
-    mem.retain("release train leaves Tuesday", user_id="u")
-    (hit,) = mem.search("release train", user_id="u")
-    x = hit.explain
-    assert x["score"] == round(hit.scored.score, 6)
-    assert x["relevance"] + x["decay_term"] + x["importance_term"] == pytest.approx(x["score"], abs=2e-6)
+    mem = Memory(embedder="hashing", policy=policy)
+    places = "Oslo Lima Quito Accra Hanoi Dakar Perth Cork Bern Riga Kyiv Baku".split()
+    for i, place in enumerate(places):
+        mem.retain(f"the release train to {place} leaves at gate {i}", user_id="u", importance=(i % 5) / 5)
+    hits = mem.search("release train gate", user_id="u", k=10)
+    assert len(hits) == 10 and len({h.scored.score for h in hits}) > 1
+    for h in hits:
+        s = h.scored
+        assert h.explain == explain(
+            score=s.score,
+            decay=s.decay,
+            importance=s.importance,
+            accesses=s.accesses,
+            mentions=s.mentions,
+            policy=policy,
+        )
+        x = h.explain
+        assert x["relevance"] + x["decay_term"] + x["importance_term"] == pytest.approx(x["score"], abs=2e-6)

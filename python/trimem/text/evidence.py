@@ -76,8 +76,8 @@ def _says_more(key: str, value: str, said: str) -> bool:
     words, chars = _key_words(key)
     if has_han(said):
         value_chars = set(_HAN.findall(value))
-        more = (c for c in _HAN.findall(said) if c not in chars and c not in value_chars and c not in NOT_SUBJECT_HAN)
-        if sum(1 for _ in more) >= _MORE_HAN:
+        new = [c for c in _HAN.findall(said) if c not in chars and c not in value_chars and c not in NOT_SUBJECT_HAN]
+        if len(new) >= _MORE_HAN:
             return True
     value_words = set(_EN_WORD.findall(value))
     more = 0

@@ -20,6 +20,7 @@ import numpy as np
 from trimem._backend import Columns, Query, Stored
 from trimem._backend import confident as confident_hits
 from trimem._backend.embedded.facts import FactKey, FactTable
+from trimem._backend.embedded.hits import scored_hits
 from trimem._backend.embedded.items import ItemTable
 from trimem._backend.embedded.journal import Journal
 from trimem._backend.entries import document_text, fact_entry
@@ -45,7 +46,7 @@ from trimem._backend.ops import (
 )
 from trimem._checks import check_path
 from trimem._core import Hits, HybridIndex
-from trimem.config import CHECKPOINT_BYTES, NEIGHBOUR_STEPS, explain_many
+from trimem.config import CHECKPOINT_BYTES, NEIGHBOUR_STEPS
 from trimem.errors import EmbedderMismatchError, StoreClosedError, StoreError
 from trimem.records import (
     Durability,
@@ -535,7 +536,7 @@ class EmbeddedBackend:
         recs = self._episodes.get_many(hits.ids[order])
         return [
             RecalledEpisode(episode_from_record(r), s)
-            for s, r in zip(_scored_many(hits, order, policy, weak), recs)
+            for s, r in zip(scored_hits(hits, order, policy, weak), recs)
             if r is not None
         ]
 
@@ -555,7 +556,7 @@ class EmbeddedBackend:
         hits, order, weak = self._search(self._knowledge, query, policy, "semantic")
         return [
             RecalledKnowledge(decode_knowledge(r.payload), s)
-            for s, r in zip(_scored_many(hits, order, policy, weak), self._knowledge.get_many(hits.ids[order]))
+            for s, r in zip(scored_hits(hits, order, policy, weak), self._knowledge.get_many(hits.ids[order]))
             if r is not None
         ]
 
@@ -652,7 +653,7 @@ class EmbeddedBackend:
         # never said ("my daughter's name") is mostly words no fact holds
         hits, order, weak = self._search(self._fact_index, query, policy, "semantic", every_fact=True)
         out: list[tuple[Fact, Scored]] = []
-        for scored, rec in zip(_scored_many(hits, order, policy, weak), self._fact_index.get_many(hits.ids[order])):
+        for scored, rec in zip(scored_hits(hits, order, policy, weak), self._fact_index.get_many(hits.ids[order])):
             if rec is None:
                 continue
             agent_id, user_id = rec.namespace.split("/", 1)
@@ -777,39 +778,3 @@ class EmbeddedBackend:
     @property
     def last_id(self) -> int:
         return self._last_id
-
-
-def _scored_many(hits: Hits, order: list[int], policy: Policy, weak: set[int]) -> list[Scored]:
-    """The :class:`Scored` of the hits at positions `order`, each column read from the engine once
-    (a property of :class:`Hits` copies its whole array)."""
-    if not order:
-        return []
-    at = np.asarray(order, dtype=np.intp)
-
-    def column(values: np.ndarray) -> np.ndarray:
-        return np.asarray(values[at], dtype=np.float64)
-
-    score, decay, imp = column(hits.scores), column(hits.decay), column(hits.importance)
-    acc, men = hits.accesses[at].tolist(), hits.mentions[at].tolist()
-    explained = explain_many(score, decay, imp, acc, men, policy)
-    bm25, cosine = column(hits.bm25_scores).tolist(), column(hits.vector_scores).tolist()
-    bm25_rank, vector_rank = hits.bm25_ranks[at].tolist(), hits.vector_ranks[at].tolist()
-    base = column(hits.base_importance).tolist()
-    score_l, decay_l, imp_l = score.tolist(), decay.tolist(), imp.tolist()
-    return [
-        Scored(
-            score=score_l[n],
-            bm25=None if bm25[n] != bm25[n] else bm25[n],
-            cosine=None if cosine[n] != cosine[n] else cosine[n],
-            bm25_rank=bm25_rank[n],
-            vector_rank=vector_rank[n],
-            decay=decay_l[n],
-            importance=imp_l[n],
-            base_importance=base[n],
-            accesses=acc[n],
-            mentions=men[n],
-            explain=explained[n],
-            weak=i in weak,
-        )
-        for n, i in enumerate(order)
-    ]
