@@ -16,11 +16,13 @@ from trimem.text.facets import FACETS, facets
         ("Seasonal allergies wreck me every spring.", {"health"}),
         ("Find a physio near home.", {"health", "home"}),
         ("My daughter Holly is expecting her first baby.", {"family"}),
-        ("Who should I pass the supplier's invoices to?", {"people", "money"}),
+        ("Who should I pass the supplier's invoices to?", {"people", "money", "trade"}),
         ("火把节想回家，帮我查下车票", {"home", "travel"}),
         ("我是大理人，现在在昆明做婚纱摄影。", {"home"}),  # where one is from
         ("我对紫外线过敏，太阳晒久了胳膊上起红疹。", {"health", "outdoors"}),
-        ("工作室收款都走支付宝商家码", {"money"}),
+        ("工作室收款都走支付宝商家码", {"money", "trade"}),
+        ("帮我写一封开发信，发给新找到的进口商", {"trade"}),  # what the user does for a living
+        ("I run a small bakery in Leith.", {"trade"}),
         ("我喜欢喝精酿", {"drink"}),
         ("朋友出差，让我帮她照看家里的宠物", {"home", "travel", "pets"}),
     ],

@@ -82,6 +82,12 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "landlord|accountant|lawyer|mentor|collaborator|artist|contact",
         "老板|领导|同事|客户|供应商|合伙人|主编|上司|经理|总监|助理|搭档|师傅|会计|律师|对接人|甲方|厂家|房东",
     ),
+    "trade": (
+        "business|shop|store|bakery|restaurant|cafe|clinic|practice|studio|firm|agency|startup|brand|customers|"
+        "clients|sell|selling|sells|trade|import|importer|export|exporter|wholesale|retail|supplier|suppliers|"
+        "career|profession|job|occupation|self-employed|freelance|freelancer",
+        "生意|店|店铺|开了家|卖|外贸|进口|出口|批发|零售|职业|行业|本行|自己干|个体|工作室|品牌|开发信",
+    ),
     "money": (
         "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
         "cost|costs|money|salary|expense|expenses|reimburse|reimbursement|bank|card|paypal|savings|afford|"
