@@ -16,6 +16,14 @@ def readings(text: str, **kw: object) -> list[Reading]:
     return [(s.op, s.key, s.value, s.kind) for s in read_statements(text, **kw)]  # type: ignore[arg-type]
 
 
+def test_a_bare_favourite_names_no_key() -> None:
+    # "X is my favourite" does not say of what: a key "favourite" would let the next favourite,
+    # of anything, replace it (the sentence is kept whole as a note instead)
+    for text in ["Pizza is my favourite.", "Blue is my favorite", "周杰伦是我的最爱", "IPA 是我的最爱"]:
+        assert readings(text) == [], text
+    assert readings("My favourite editor is Vim") == [("set", "editor", "Vim", "fact")]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -121,8 +121,8 @@ _TOPICS: Final = frozenset(
     "difference trick catch solution truth fact deal way first last next best worst same only "
     "weather note todo to_do update tip hint step steps example summary ps re subject from to cc "
     "http https q a output input code function test tests it this that one decision remember "
-    "important reminder fyi btw "
-    "问题 原因 答案 结果 办法 区别 注意 备注 提示 例子 总结 步骤 错误 代码 决定 记住".split()
+    "important reminder fyi btw favourite favorite fav "  # "X is my favourite": of what is not said
+    "问题 原因 答案 结果 办法 区别 注意 备注 提示 例子 总结 步骤 错误 代码 决定 记住 最爱 最喜欢".split()
 )
 # A Chinese key naming a method or a reason makes a how-to, not a fact ("备份的方法是运行 pg_dump").
 _HOW_TO_HAN: Final = re.compile(r"方法|办法|步骤|原因|问题|区别|如何|怎么|怎样|为什么")
