@@ -279,8 +279,10 @@ class Facts(IndexedLayer):
                   floors=self._embed.floors(self.floors, query), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
         found = self._backend.search_facts(q, self._policy)
+        if len(found) < 2:  # nothing to reorder
+            return found
         wanted = facets(query if request is None else request)
-        return _by_facets(found, wanted, self._policy.rrf_k) if wanted and found else found
+        return _by_facets(found, wanted, self._policy.rrf_k) if wanted else found
 
     @property
     def same_subject_cosine(self) -> float:
