@@ -47,3 +47,11 @@ def test_every_facet_has_words_in_both_languages() -> None:
     for name, (en, zh) in FACETS.items():
         assert en.split("|") and zh.split("|"), name
         assert all(w == w.lower() and w.strip() == w for w in en.split("|")), name
+
+
+def test_a_long_paste_is_read_by_its_head() -> None:
+    from trimem.text.facets import MAX_FACET_CHARS
+
+    filler = "Lorem Ipsum Dolor Sit Amet. " * (MAX_FACET_CHARS // 20)
+    assert facets(filler + "I can't drive.") == frozenset()
+    assert facets("I can't drive. " + filler) == {"travel"}

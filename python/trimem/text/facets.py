@@ -27,7 +27,7 @@ from typing import Final
 
 from trimem.text.script import has_han, prepare_text
 
-__all__ = ["FACETS", "facets"]
+__all__ = ["FACETS", "MAX_FACET_CHARS", "facets"]
 
 # facet → (English words and phrases, Chinese words), "|"-separated. English words match whole
 # (and with a plural, -ing or -ed ending); Chinese words match anywhere.
@@ -114,7 +114,9 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
 
 _EN_WORD: Final = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
 # A capitalised word inside a sentence is a name ("Commercial Drive", "Git LFS").
-_SENTENCE_START: Final = re.compile(r"(?:^|[.!?:;\n]\s*|\s[-–]\s)$")
+_SENTENCE_ENDS: Final = ".!?:;\n-–"
+MAX_FACET_CHARS: Final = 2000
+"""A text is read for facets up to this many characters: a long paste is known by its head."""
 # Where one is from: "我是大理人", "他是东北人".
 _ZH_ORIGIN: Final = re.compile(r"是[\u4e00-\u9fff]{2,3}人(?![员士物力手])")
 _ENDINGS: Final = (("ies", "y"), ("es", ""), ("s", ""), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"))
@@ -163,15 +165,25 @@ def _word_facets(word: str) -> frozenset[str] | None:
     return None
 
 
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at `at` opens a sentence (nothing but spaces after a sentence's end, or
+    the text's start, before it); a few characters back are enough to tell."""
+    window = text[max(0, at - 8) : at]
+    before = window.rstrip()
+    if not before:
+        return at == len(window)  # only spaces back to the start of the text
+    return before[-1] in _SENTENCE_ENDS
+
+
 @functools.lru_cache(maxsize=8192)
 def facets(text: str) -> frozenset[str]:
     """The facets `text` touches (see :data:`FACETS`); empty when it names none."""
-    text = prepare_text(text)
+    text = prepare_text(text[:MAX_FACET_CHARS])
     low = text.casefold()
     found: set[str] = set()
     for m in _EN_WORD.finditer(text):
         word = m.group().casefold()
-        if m.group()[0].isupper() and not _SENTENCE_START.search(text, 0, m.start()):
+        if m.group()[0].isupper() and not _opens_sentence(text, m.start()):
             continue
         hit = _word_facets(word)
         if hit is not None:
