@@ -375,3 +375,14 @@ def test_facts_touching_the_requests_facets_rank_higher_by_a_hand_computed_gain(
         assert scored.score == pytest.approx(before[fact.key].score + (scored.explain.get("facets") or 0.0), abs=1e-6)
     # the request defaults to the query; one naming no facet leaves the order as the index found it
     assert keys(mem.facts.search("Seattle expo", user_id="u", k=4)) == keys(plain)
+
+
+@pytest.mark.parametrize("bad", [5, "", "   ", None.__class__])
+def test_a_bad_request_is_refused_before_anything_is_read(bad: object) -> None:
+    from trimem.errors import TrimemError
+
+    mem = Memory(embedder="hashing")
+    mem.facts.set("note_drive", "I can't drive.", user_id="u")
+    with pytest.raises(TrimemError):
+        mem.facts.search("expo", user_id="u", request=bad)  # type: ignore[arg-type]
+    assert keys(mem.facts.search("expo", user_id="u", request="How do I get to the expo?")) == ["note_drive"]

@@ -270,6 +270,8 @@ class Facts(IndexedLayer):
         """
         agent_id, user_id = self._scope(user_id, agent_id)
         check_text(query)
+        if request is not None:
+            check_text(request)
         check_int("k", k, low=1)
         if vector is None:
             vector = self._embed.query(query)
