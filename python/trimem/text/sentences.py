@@ -27,10 +27,11 @@ __all__ = [
 ]
 
 # A title's dot ends no sentence ("My mentor is Dr. Keisha Brown"). The titles are looked for
-# behind a dot once it is found, not at every character: the split is a hot path of recall.
+# behind a dot once it is found, and the alternatives only at a character that may end a
+# sentence (the leading lookahead), not at every character: the split is a hot path of recall.
 _END_DOT: Final = "".join(rf"(?<!\b{t}\.)" for t in ("Dr", "Mr", "Ms", "Mrs", "Prof", "St", "Jr", "Sr", "vs"))
-_SENTENCE_SPLIT: Final = re.compile(rf"([。!?]+|\.{_END_DOT}(?=\s|$)|\n+)")
-_SENTENCE_END: Final = re.compile(rf"[!?](?=\s|$)|\.{_END_DOT}(?=\s|$)|[。!?\n]")
+_SENTENCE_SPLIT: Final = re.compile(rf"((?=[。!?.\n])(?:[。!?]+|\.{_END_DOT}(?=\s|$)|\n+))")
+_SENTENCE_END: Final = re.compile(rf"(?=[!?.。\n])(?:[!?](?=\s|$)|\.{_END_DOT}(?=\s|$)|[。!?\n])")
 _CLAUSE_SPLIT: Final = re.compile(
     r"\s*[,;]\s*"
     r"|\s+(?:and|also|then|plus)\s+(?=(?:my|i|i'm|im|i've|we|we're|we've|our|let's|let\s+us|"
