@@ -17,10 +17,9 @@ import re
 from typing import Final
 
 from trimem.text.keys import KEY_PHRASES
-from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS
-from trimem.text.script import has_han, prepare_text
+from trimem.text.notes import NOT_SUBJECT, NOT_SUBJECT_HAN
+from trimem.text.script import HAN_RANGE, has_han, prepare_text
 from trimem.text.sentences import sentences
-from trimem.text.stopwords import QUERY_STOPWORDS
 
 __all__ = ["MAX_EVIDENCE_CHARS", "evidence_of"]
 
@@ -30,17 +29,11 @@ _MORE_WORDS: Final = 2  # English content words beyond the key and the value tha
 _MORE_HAN: Final = 3  # Chinese characters beyond them, grammar characters aside
 
 _EN_WORD: Final = re.compile(r"[a-z0-9][a-z0-9']+")
-# a sentence end with more text after it (the split itself is the costlier read)
-_SENTENCE_END: Final = re.compile(r"[.!?。！？;；]\s*\S")
-_TRAILING: Final = " \t\n.!?。！？;；\"'”’)）"
-_HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_SAY_NOTHING: Final = (
-    QUERY_STOPWORDS
-    | frozenset(NOT_SUBJECT_WORDS.split())
-    | frozenset(
-        "my our i i'm i've we we're is are was be been am favourite favorite fav current currently main live "
-        "use using called named name".split()
-    )
+_HAN: Final = re.compile(f"[{HAN_RANGE}]")
+# words that say nothing of a fact beside its key and value
+_SAY_NOTHING: Final = NOT_SUBJECT | frozenset(
+    "my our i i'm i've we we're is are was be been am favourite favorite fav current currently main live "
+    "use using called named name".split()
 )
 
 
@@ -51,18 +44,10 @@ def evidence_of(key: str, value: str, text: str) -> str | None:
     text = prepare_text(text)
     if not needle or needle not in text.casefold():
         return None
-    # most statements are one sentence: split only a text that holds another
-    said = text.strip() if _SENTENCE_END.search(text.rstrip(_TRAILING)) is None else _sentence_naming(needle, text)
+    said = next((s.text.strip() for s in sentences(text) if needle in s.text.casefold()), None)
     if said is None or len(said) > MAX_EVIDENCE_CHARS:
         return None
     return said if _says_more(key, needle, said.casefold()) else None
-
-
-def _sentence_naming(needle: str, text: str) -> str | None:
-    for s in sentences(text):
-        if needle in s.text.casefold():
-            return s.text.strip()
-    return None
 
 
 @functools.lru_cache(maxsize=4096)

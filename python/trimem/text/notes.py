@@ -36,6 +36,7 @@ from trimem.text.stopwords import QUERY_STOPWORDS
 
 __all__ = [
     "MAX_NOTE_CHARS",
+    "NOT_SUBJECT",
     "NOT_SUBJECT_HAN",
     "NOT_SUBJECT_WORDS",
     "Note",
@@ -169,7 +170,7 @@ class Note(msgspec.Struct, frozen=True):
 def _en_note(body: str) -> bool:
     words = _EN_WORD.findall(body)
     # a note names what it is about: "Never again." says how often, not of what
-    if len(words) < 2 or not any(w.casefold() not in _NOT_SUBJECT for w in words):
+    if len(words) < 2 or not any(w.casefold() not in NOT_SUBJECT for w in words):
         return False
     lasting = _EN_LASTING.search(body) is not None
     if _EN_MOMENT.search(body) and not lasting:
@@ -306,7 +307,8 @@ NOT_SUBJECT_HAN: Final = frozenset(
 """Chinese characters of grammar (pronouns, particles, negation, measure): a character pair with
 one of them ("我每", "不去", "那个") names no subject."""
 
-_NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
+NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
+"""English words that name no subject: stopwords and the words of time and change."""
 
 _SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
 _SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
