@@ -67,20 +67,20 @@ def _sources(source: Iterable[int]) -> list[int]:
 def _by_facets(
     found: builtins.list[tuple[Fact, Scored]], wanted: frozenset[str], rrf_k: float
 ) -> builtins.list[tuple[Fact, Scored]]:
-    """`found` with a facet leg fused in: each fact gains up to ``FACET_WEIGHT / (rrf_k + 1)``,
-    the share of the request's facets it touches, each facet weighed by how few of the found
-    facts touch it (a facet most of a profile touches, "time" or "work", tells little). The weak
-    stay weak and after the confident."""
+    """`found` with a facet leg fused in: for each of the request's facets a fact touches, it
+    gains ``FACET_WEIGHT / (rrf_k + 1)`` times that facet's rarity among the found facts against
+    one that fact alone touches (a facet most of a profile touches tells little). The weak stay
+    weak and after the confident."""
     touched = [wanted & facets(fact_text(f.key, f.value)) for f, _ in found]
     n = len(found)
+    # a facet's rarity is positive (at most n of the n found touch it); the most a facet weighs
+    # is the rarity of one that a single fact touches
     rarity = {name: math.log((n + 1) / (0.5 + sum(name in t for t in touched))) for name in wanted}
-    total = math.log((n + 1) / 1.5)  # the rarity of a facet one found fact touches
-    if total <= 0.0:
-        return found
+    most = math.log((n + 1) / 1.5)
     out = list(found)
     for i, names in enumerate(touched):
-        gain = FACET_WEIGHT / (rrf_k + 1) * sum(max(rarity[x], 0.0) for x in names) / total
-        if gain > 0.0:
+        if names:
+            gain = FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most
             fact, scored = found[i]
             explain = {**scored.explain, "facets": round(gain, 6)}
             out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
