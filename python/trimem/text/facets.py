@@ -125,6 +125,7 @@ _ENDINGS: Final = (("ies", "y"), ("es", ""), ("s", ""), ("ing", ""), ("ing", "e"
 _Table = dict[str, frozenset[str]]
 
 
+@functools.cache  # compiled on first use, not at import: most processes never read a facet
 def _tables() -> tuple[_Table, _Table, re.Pattern[str], _Table, re.Pattern[str]]:
     words: dict[str, set[str]] = {}
     phrases: dict[str, set[str]] = {}
@@ -150,16 +151,13 @@ def _tables() -> tuple[_Table, _Table, re.Pattern[str], _Table, re.Pattern[str]]
     )
 
 
-_WORDS, _PHRASES, _PHRASE_PATTERN, _HAN, _HAN_PATTERN = _tables()
-
-
-def _word_facets(word: str) -> frozenset[str] | None:
-    hit = _WORDS.get(word)
+def _word_facets(words: _Table, word: str) -> frozenset[str] | None:
+    hit = words.get(word)
     if hit is not None:
         return hit
     for ending, base in _ENDINGS:
         if len(word) > len(ending) + 2 and word.endswith(ending):
-            hit = _WORDS.get(word[: -len(ending)] + base)
+            hit = words.get(word[: -len(ending)] + base)
             if hit is not None:
                 return hit
     return None
@@ -178,6 +176,7 @@ def _opens_sentence(text: str, at: int) -> bool:
 @functools.lru_cache(maxsize=8192)
 def facets(text: str) -> frozenset[str]:
     """The facets `text` touches (see :data:`FACETS`); empty when it names none."""
+    words, phrases, phrase_pattern, han, han_pattern = _tables()
     text = prepare_text(text[:MAX_FACET_CHARS])
     low = text.casefold()
     found: set[str] = set()
@@ -185,15 +184,15 @@ def facets(text: str) -> frozenset[str]:
         word = m.group().casefold()
         if m.group()[0].isupper() and not _opens_sentence(text, m.start()):
             continue
-        hit = _word_facets(word)
+        hit = _word_facets(words, word)
         if hit is not None:
             found |= hit
     if " " in low:
-        for m in _PHRASE_PATTERN.finditer(low):
-            found |= _PHRASES[m.group()]
+        for m in phrase_pattern.finditer(low):
+            found |= phrases[m.group()]
     if has_han(low):
-        for m in _HAN_PATTERN.finditer(low):
-            found |= _HAN[m.group()]
+        for m in han_pattern.finditer(low):
+            found |= han[m.group()]
         if _ZH_ORIGIN.search(low):
             found.add("home")
     return frozenset(found)
