@@ -123,7 +123,7 @@ class RecallBundle:
         said = self.profile_evidence.get(f.key)  # holds the value: shown in its place
         return f"- {f.key}: {' '.join(said.split()) if said else text} (since {day(f.updated_at)}{was})"
 
-    def _note_sources(self, fact: int | None) -> set[int]:
+    def _quoted_sources(self, fact: int | None) -> set[int]:
         """The episodes a profile line quotes: a note's, a keyed fact's evidence (none for the
         heading or a keyed fact shown without its words)."""
         if fact is None:
@@ -198,12 +198,12 @@ class RecallBundle:
                 used += cost
                 keep(name, i, kept)
                 if name == "profile":
-                    noted.update(self._note_sources(facts[i]))
+                    noted.update(self._quoted_sources(facts[i]))
         # what the confident events and documents left goes to the rest of the profile, then to
         # the weak matches: rank, don't cut
         shown_events = {self.episodes[i].episode.id for i in shown.get("episodes", [])}
         for name, i in [("profile", i) for i in left] + later:
-            sources = self._note_sources(facts[i]) if name == "profile" else set()
+            sources = self._quoted_sources(facts[i]) if name == "profile" else set()
             if sources and sources <= shown_events:
                 continue  # its words are on show already, as the event it came from
             if name == "episodes" and self.episodes[i].episode.id in noted:
