@@ -109,7 +109,7 @@ def test_forgetting_a_user_and_purging_leave_nothing_of_their_facts(tmp_path: Pa
 
 
 def test_a_note_that_states_a_change_supersedes_the_note_on_its_subject() -> None:
-    mem = Memory(embedder="hashing")
+    mem = Memory(embedder=None)  # words only: "express" names the subject
     mem.retain("I take the 7:40 express bus downtown every morning.", user_id="u", timestamp=ago(200))
     mem.retain("I'm allergic to cats.", user_id="u", timestamp=ago(150))
     mem.retain("I'm not on the express anymore, they cut the route, so I drive in now.", user_id="u", timestamp=ago(80))
@@ -127,6 +127,42 @@ def test_a_note_that_states_a_change_supersedes_the_note_on_its_subject() -> Non
     text = mem.recall("What time should I leave for the express downtown?", user_id="u", now=NOW).render(300)
     # the current note first, the stale one only as its history; the event is not repeated below
     assert text.index("drive in now") < text.index("7:40") and text.count("drive in now") == 1
+
+
+class Topics:
+    """An embedder of meaning by topic: each text's vector mixes the topics its words belong to."""
+
+    name, dim, languages = "topics-test", 3, ("en",)
+    words = ({"mum", "school"}, {"cats", "physio", "knee"}, {"cats", "vet"})  # family, health, pets
+
+    def __call__(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        out = np.full((len(texts), 3), 1e-3, dtype=np.float32)
+        for i, t in enumerate(texts):
+            said = set(t.casefold().replace(".", " ").replace(",", " ").split())
+            for topic, words in enumerate(self.words):
+                out[i, topic] += len(said & words)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_change_replaces_no_note_it_shares_only_an_everyday_word_with() -> None:
+    mem = Memory(embedder=Topics())
+    mem.retain("My mum does the school run on Mondays.", user_id="u", timestamp=ago(200))
+    mem.retain("I'm allergic to cats, the vet says.", user_id="u", timestamp=ago(150))
+    # "run" is shared with the school run, but in meaning that note is unrelated and not the nearest
+    mem.retain("Physio says no running for a while, my knee, so I swim now.", user_id="u", timestamp=ago(20))
+    assert [c.op for c in mem.reflect(user_id="u")] == ["set", "set", "set"]
+    assert len(mem.facts.list(user_id="u")) == 3
+    # read by words alone, the one shared word still decides
+    mem = Memory(embedder=None)
+    mem.retain("My mum does the school run on Mondays.", user_id="u", timestamp=ago(200))
+    mem.retain("Physio says no running for a while, my knee, so I swim now.", user_id="u", timestamp=ago(20))
+    assert [c.op for c in mem.reflect(user_id="u")] == ["set", "update"]
+
+
+def test_a_question_replaces_no_note() -> None:
+    mem = told(("I run OTR mostly, out 2-3 weeks at a time.", 200), ("how much does a set of tires run these days", 5))
+    mem.reflect(user_id="u")
+    assert [len(f.history) for f in mem.facts.list(user_id="u")] == [1] * len(mem.facts.list(user_id="u"))
 
 
 def test_retain_many_finds_the_same_notes_as_retain_one_at_a_time() -> None:
@@ -297,8 +333,11 @@ def test_a_change_is_compared_on_the_whole_message_it_was_told_in() -> None:
     mem.retain("I work the line at a steakhouse called Copper Grill.", user_id="u", timestamp=ago(300))
     mem.retain("Our till runs on Square.", user_id="u", timestamp=ago(200))
     mem.retain("My girlfriend Marisol is a vet tech.", user_id="u", timestamp=ago(150))
-    # the note keeps the lasting state only; the sentence before it says what it replaces
-    mem.retain("I left the steakhouse. I'm at Bacanora now, a Sonoran spot downtown.", user_id="u", timestamp=ago(20))
+    # the note keeps the lasting state only (the moment before it is no part of it); that moment
+    # says what it replaces
+    mem.retain(
+        "Quit the steakhouse today. I'm at Bacanora now, a Sonoran spot downtown.", user_id="u", timestamp=ago(20)
+    )
     mem.retain("We switched the till over to Lightspeed last week.", user_id="u", timestamp=ago(10))
     mem.reflect(user_id="u")
     by_value = {f.value: f for f in mem.facts.list(user_id="u")}

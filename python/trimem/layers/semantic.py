@@ -291,6 +291,11 @@ class Facts(IndexedLayer):
         """The cosine from which two notes' vectors are about one subject (the embedder's scale)."""
         return self._embed.cosine_floors[2]
 
+    @property
+    def unrelated_cosine(self) -> float:
+        """The cosine under which two texts' vectors are unrelated (the embedder's scale)."""
+        return self._embed.cosine_floors[0]
+
     def reads(self, text: str) -> bool:
         """Whether the embedder's vectors mean something for `text`'s language (MiniLM: not for
         Chinese), so that a cosine may stand for sameness of subject."""

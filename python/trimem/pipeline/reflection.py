@@ -26,7 +26,14 @@ from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
-from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, note_key, states_change, what_was_said
+from trimem.text.notes import (
+    NOT_SUBJECT_HAN,
+    NOT_SUBJECT_WORDS,
+    is_request,
+    note_key,
+    states_change,
+    what_was_said,
+)
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 if TYPE_CHECKING:
@@ -109,7 +116,7 @@ class Reflection:
         # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
         # office"); a key of the key-phrase table is the statement reader's to change
         notes = {f.key: f.value for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
-        if states_change(text):
+        if states_change(text) and not is_request(text):  # a question changes nothing it asks about
             same = self._same_subject(text, told, notes, user_id=user_id, agent_id=agent_id)
             if same is not None:
                 return same
@@ -131,7 +138,10 @@ class Reflection:
         the most subject words with what was `told` (the whole message: "I left the steakhouse.
         I'm at Bacanora now."), with closeness in meaning breaking ties, or, in a language the
         embedder reads, close enough in meaning alone; None when none is, or two are equally.
-        A match by words alone needs `words_needed` of them."""
+        A match by words needs `words_needed` of them and, in a language the embedder reads, a
+        note that is the nearest in meaning or that meaning does not call unrelated: an everyday
+        word shared ("run", "back", "难受") is no subject ("no running for 3 months, my knee"
+        does not replace "mum does the school run")."""
         if not held:
             return None
         held_words = {key: subject_words(value) for key, value in held.items()}
@@ -147,9 +157,15 @@ class Reflection:
             cosine = {key: float(v @ vector) for key, v in vectors.items()}
         score = {key: shared[key] + cosine.get(key, 0.0) for key in held}
         best = max(held, key=lambda key: (score[key], key))
-        by_meaning = self._facts.reads(text) and cosine.get(best, 0.0) >= self._facts.same_subject_cosine
+        reads = bool(cosine) and self._facts.reads(text)
+        near = cosine.get(best, 0.0)
+        by_meaning = reads and near >= self._facts.same_subject_cosine
+        # words shared with a note that meaning calls unrelated, and that is not the nearest
+        # note in meaning either, are everyday words, not the subject
+        unrelated = reads and near < self._facts.unrelated_cosine and near < max(cosine.values())
+        by_words = shared[best] >= words_needed and not unrelated
         tied = sum(1 for key in held if score[key] == score[best]) > 1  # ambiguous: replace nothing
-        return best if (shared[best] >= words_needed or by_meaning) and not tied else None
+        return best if (by_words or by_meaning) and not tied else None
 
     def pending(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""
