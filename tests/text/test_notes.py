@@ -49,6 +49,22 @@ from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, 
         "发版只在周四。",
         "Vikings fan.",  # who the user is, in a few words
         "Night owl, always have been.",
+        # a condition after what is said only qualifies it
+        "I hate talking on the phone, I'll always email if there's any option at all",
+        "I've got tendinitis in my left forearm that flares if I practise more than about 4 hours",
+        "we're just outside Marshfield, if that matters for anything",
+        # news of the moment that holds from then on
+        "new roommate moved in this week, Jonah, he's from Halifax",
+        "I gave up driving after the operation, the bus stops right outside the door",
+        # kin, pets, pay and likes named without "我"; how often, said in everyday words
+        "孙子小宇上三年级了，在镇上小学",
+        "养了一只柯基叫馒头，腿短脾气大",
+        "最怕夜里跑山路，弯多雾大",
+        "偶尔晚上去玄武湖夜跑，算是减压",
+        "房贷每月一万一，压力不小",  # "一万一" is a sum, not "万一" (in case)
+        "婆婆跟我们一起住，平时孩子主要她帮忙带",  # she helps: no request
+        "烟戒了一个多月了",
+        "最近花改从虹桥花市拿了",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -79,6 +95,12 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "Thunderstorms all afternoon.",
         "What a fan.",
         "这周四开会讨论了预算",  # this Thursday: one day, and told as done
+        "I'd switch to Linux if I had time",  # what would be
+        "I might go if it's sunny",
+        "how much does a new skid steer cost these days",  # a question without its mark
+        "what's a good substitute for buttermilk in pancakes",
+        "We moved the meeting to Friday this week.",  # news of the moment, nothing that now is
+        "你帮忙看看这个",
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:
@@ -94,6 +116,14 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
     (note,) = read_notes("Sandstorm today. I'm allergic to cats. My eyes swell shut within an hour.")
     assert note.text == "I'm allergic to cats. My eyes swell shut within an hour."
     assert note.language == "en" and not note.change
+
+
+def test_a_change_keeps_the_sentence_told_before_it() -> None:
+    (note,) = read_notes("Got the robot milkers running finally, Lely ones. No more set milking times.")
+    assert note.text == "Got the robot milkers running finally, Lely ones. No more set milking times." and note.change
+    # a moment before it, or a note that states no change, keeps only what is a note
+    assert read_notes("Sandstorm today. I drive in now.")[0].text == "I drive in now."
+    assert read_notes("Went to the vet. I'm allergic to cats.")[0].text == "I'm allergic to cats."
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ __all__ = [
     "note_key",
     "read_notes",
     "states_change",
+    "tells_news",
     "what_was_said",
 ]
 
@@ -75,8 +76,10 @@ _EN_WORLD: Final = re.compile(
 _ZH_WORLD: Final = re.compile(
     r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们"
     # the user's people, body and things without "我的", and the subject chat leaves out
-    r"|^(?:孩子|儿子|女儿|闺女|老公|老婆|媳妇|爱人|先生|妈|爸|姐|哥|弟|妹|房东|老板|领导|工资卡|银行卡|腰|胃|膝盖|颈椎|"
-    r"眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
+    r"|^(?:孩子|儿子|女儿|闺女|老公|老婆|媳妇|爱人|先生|妈|爸|姐|哥|弟|妹|孙子|孙女|外孙|婆婆|公公|岳父|岳母|老家|"
+    r"房东|老板|领导|工资|房贷|车贷|银行卡|腰|胃|膝盖|颈椎|眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
+    # what the speaker likes or fears most, and keeps: "最怕夜里跑山路", "养了一只柯基"
+    r"|最(?:喜欢|爱|怕|讨厌|烦)|^养了"
 )
 # An aside before what is told: "btw …", "remind me, …", "Remember that …" ("remind me to …"
 # asks for a reminder: it is no aside).
@@ -94,17 +97,24 @@ _REQUEST_START: Final = frozenset(
     "update change switch use forget remove delete rename move run install try hey hi hello thanks "
     "thank ok okay".split()
 )
+# A question chat leaves the question mark off: "how much does a skid steer cost these days".
+_EN_ASKING: Final = re.compile(
+    r"(?:how|what|when|where|which|who|why)(?:'s|’s|\s+(?:is|are|was|were|do|does|did|can|could|should|would|will|"
+    r"much|many|long|often|far|about))\b",
+    re.I,
+)
 # About one moment, not a lasting state.
 _EN_MOMENT: Final = re.compile(
     r"\b(?:today|tonight|yesterday|this\s+(?:morning|afternoon|evening|week)|last\s+night|just\s+now|"
     r"right\s+now|earlier\s+today|so\s+far\s+today)\b",
     re.I,
 )
-_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|最近")
+# ("最近", lately, is a stretch of time, not a moment: "最近在学尤克里里")
+_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿")
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
-_ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|搬"
+_ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|改到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
     r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|weeknights|"
@@ -113,17 +123,18 @@ _EN_LASTING: Final = re.compile(
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
-    rf"周末|工作日|平日|每|通常|一般|平时|平常|总是|经常|常常|从来|从不|一直|向来|已经|"
+    rf"周末|工作日|平日|每|天天|通常|一般|平时|平常|总是|经常|常常|老是|偶尔|主要|大多|基本上|常年|从来|从不|一直|向来|一向|已经|"
     rf"(?<![这上下本])(?:周|星期)[一二三四五六日天]|"
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
-    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|became|converted|transferred|"
+    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|gave\s+up|given\s+up|became|converted|transferred|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
-    rf"换了|改了|转到|新的|新来|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|转用|换用|换[^了,，。]{{1,3}}了|{_ZH_NOW}"
+    rf"换了|改了|转到|新的|新来|新[招买换养租]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
+    rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
 _EN_PRESENT: Final = re.compile(
@@ -145,16 +156,29 @@ _EN_PAST: Final = re.compile(
 _EN_PAST_OPENING: Final = re.compile(rf"(?:just\s+)?{_PAST_VERB}\b", re.I)
 _HYPOTHETICAL: Final = re.compile(
     r"\b(?:if|unless|in\s+case|what\s+if|suppose|maybe|perhaps|wonder(?:ing)?|thinking\s+(?:about|of)|"
-    r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|万一|也许|或许|考虑|要不要",
+    r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|(?<![一二两三四五六七八九十百千\d])万一|也许|或许|"
+    r"考虑|要不要",
     re.I,
 )
+# A condition that qualifies what is said ("I always email if there's any option", "flares if I
+# practise more than 4 hours"), not one the whole sentence hangs on ("If I move I'll need a bike").
+_EN_CONDITION: Final = re.compile(r"if|unless|in\s+case", re.I)
+_EN_EVEN: Final = re.compile(r"\beven\s*$", re.I)
+# The mood of what would or might be: a clause in it is no statement of what is.
+_EN_CONDITIONAL_MOOD: Final = re.compile(r"\b(?:would|could|might|i'd|we'd)\b|’d\b", re.I)
+# The arrival of someone or something new told as news of the moment ("new roommate moved in
+# this week, Jonah, he's from Halifax"): it holds from then on.
+_EN_NEW: Final = re.compile(r"\bnew\b", re.I)
 _ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|吗$|呢$")
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.
 _ZH_QUESTION_WORD: Final = re.compile(r"什么|哪|几[点个天号]|多少|有没有")
 _ZH_NOT_ASKING: Final = re.compile(r"什么[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了])几[个位家]")
 _STATEMENT_END: Final = ("。", ".", "！", "!")
-_ZH_REQUEST: Final = re.compile(r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|帮忙")
+# ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
+_ZH_REQUEST: Final = re.compile(
+    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
+)
 _DENY_HAN: Final = re.compile(r"权限|角色|指令|系统提示|提示词|管理员|规则|身份")
 _ZH_SPACE: Final = re.compile(r"\s+")
 
@@ -174,7 +198,9 @@ def _en_note(body: str) -> bool:
         return False
     lasting = _EN_LASTING.search(body) is not None
     if _EN_MOMENT.search(body) and not lasting:
-        return False
+        # news of the moment that holds from then on, told with what now is, is a change
+        if not (_EN_PRESENT.search(body) and (_EN_CHANGE.search(body) or _EN_NEW.search(body))):
+            return False
     # about the user (or their team, home, family): said in the first person, of their world, or
     # as a habit or change
     if not (_EN_PERSON.search(body) or _EN_WORLD.search(body) or lasting or _EN_CHANGE.search(body)):
@@ -194,8 +220,24 @@ def _zh_note(body: str) -> bool:
     # and a moment's change ("今天新娘换了五套衣服") is an event unless it holds from now on
     lasting = _ZH_LASTING.search(core) is not None
     changed = _ZH_CHANGE.search(core) is not None
-    about_user = "我" in core or _ZH_WORLD.search(core) is not None
+    about_user = "我" in core or "俺" in core or _ZH_WORLD.search(core) is not None
     return (lasting or changed or about_user) and not (_ZH_MOMENT.search(core) and not lasting)
+
+
+def _hypothetical(body: str) -> bool:
+    """Whether `body` says what might be rather than what is. An English condition after what is
+    said only qualifies it: the sentence stands when what comes before the condition is a note."""
+    found = _HYPOTHETICAL.search(body)
+    if found is None:
+        return False
+    if has_han(body) or _EN_CONDITION.fullmatch(found.group()) is None:
+        return True
+    head = _EN_EVEN.sub("", body[: found.start()]).rstrip(" ,;:-–")
+    return not head or _EN_CONDITIONAL_MOOD.search(head) is not None or not _en_note(head)
+
+
+def _is_moment(body: str) -> bool:
+    return (_ZH_MOMENT if has_han(body) else _EN_MOMENT).search(body) is not None
 
 
 def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
@@ -207,6 +249,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     if _AUTHORITY.intersection(_EN_WORD_LOWER.findall(text.casefold())) or _DENY_HAN.search(text):
         return []
     kept: list[str] = []
+    before: str | None = None  # the sentence just before, when it was told but is no note
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
         if not has_han(body):
@@ -214,10 +257,18 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             if aside is not None and aside.end() < len(body):
                 body = body[aside.end() :]
                 s = Sentence(body, s.text, s.question)
-        if _asks(s) or is_polite(body) or _HYPOTHETICAL.search(body):
+        if _asks(s) or is_polite(body) or _hypothetical(body):
+            before = None
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
+            # a change is told with what came before it ("Got the robot milkers running, Lely
+            # ones. No more set milking times."): the sentence before is kept with it
+            if before is not None and states_change(body):
+                kept.append(before)
             kept.append(s.text.strip())
+            before = None
+        else:
+            before = s.text.strip() if not _is_moment(body) else None
     if not kept:
         return []
     joined = " ".join(kept) if not has_han(kept[0]) else "".join(kept)
@@ -261,7 +312,11 @@ def _asks(s: Sentence) -> bool:
             not s.text.endswith(_STATEMENT_END) and _ZH_QUESTION_WORD.search(_ZH_NOT_ASKING.sub("", core)) is not None
         )
     first = _EN_WORD.search(body)
-    return is_polite(body) or (first is not None and first.group().casefold() in _REQUEST_START)
+    return (
+        is_polite(body)
+        or (first is not None and first.group().casefold() in _REQUEST_START)
+        or _EN_ASKING.match(body) is not None
+    )
 
 
 def is_request(text: str) -> bool:
@@ -281,10 +336,16 @@ def is_request(text: str) -> bool:
         # recall asks this of every hit: English that could ask only by its first word is read
         # without splitting it into sentences
         first = _EN_WORD.search(text)
-        if first is None or first.group().casefold() not in _REQUEST_START:
+        if (first is None or first.group().casefold() not in _REQUEST_START) and _EN_ASKING.match(text) is None:
             return False
     said = list(sentences(text))
     return bool(said) and all(_asks(s) for s in said)
+
+
+def tells_news(text: str) -> bool:
+    """Whether `text` states a change or tells of someone or something new ("got a new
+    dispatcher, Tonya"): it may stand for what an older note says."""
+    return states_change(text) or (not has_han(text) and _EN_NEW.search(text) is not None)
 
 
 def states_change(text: str) -> bool:
