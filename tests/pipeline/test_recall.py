@@ -206,3 +206,43 @@ def test_a_keyed_fact_is_shown_in_the_users_words_when_they_say_more() -> None:
     (city,) = [f for f in bundle.profile if f.key == "city"]
     mem.facts.set("city", "East Van", user_id="v", source=[city.source[-1]])
     assert mem.recall("Which city do I live in?", user_id="v", now=NOW).profile_evidence == {}
+
+
+class _Meanings:
+    """An embedder whose vectors are set per text (a unit vector for any other text)."""
+
+    name, dim, languages = "meanings-test", 4, ("en",)
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def __call__(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        rows = [self.table.get(t.split("\n")[-1].strip(), [0.0, 0.0, 0.0, 1.0]) for t in texts]
+        out = np.asarray(rows, dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    barista = "I work part time as a barista at Balzac's, Fri and Sun shifts"
+    quit_job = "quit the café job! I'm TAing BME101 now, 10 hrs a week"
+    pets = "We got a new kitten, Miso"  # news too, but nearest to nothing older above it
+    request = "help me plan study time around work this week"
+    table = {barista: [1.0, 0.2, 0.0, 0.0], quit_job: [0.4, 0.9, 0.0, 0.0], pets: [0.0, 0.1, 1.0, 0.0],
+             request: [1.0, 0.0, 0.2, 0.0]}  # fmt: skip
+    mem = Memory(embedder=_Meanings(table))
+    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
+    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
+    mem.facts.set("note_kitten", pets, user_id="u", at=now - timedelta(days=10))
+    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    assert order.index("note_quit") < order.index("note_barista") < order.index("note_kitten")
+    # the same notes, the newer one telling no news: the ranking stands
+    mem = Memory(embedder=_Meanings({**table, "I TA BME101, 10 hrs a week": table[quit_job]}))
+    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
+    mem.facts.set("note_quit", "I TA BME101, 10 hrs a week", user_id="u", at=now - timedelta(days=20))
+    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    assert order.index("note_barista") < order.index("note_quit")
