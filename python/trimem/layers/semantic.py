@@ -35,6 +35,7 @@ from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_
 from trimem.telemetry import instrument
 from trimem.text.facets import facets
 from trimem.text.keys import fact_text, is_note_key
+from trimem.text.notes import tells_news
 from trimem.timeutil import TimeLike, now_micros, to_micros
 
 if TYPE_CHECKING:
@@ -260,7 +261,8 @@ class Facts(IndexedLayer):
         first (those under the floors of a confident match labelled weak, after the others).
         The facets of life the `request` as asked (default: `query`) touches add a leg that
         ranks the facts touching them (:mod:`trimem.text.facets`): they reorder, never make a
-        match confident.
+        match confident. A newer note telling news comes before the older fact nearest to it in
+        meaning (:meth:`_newer_first`).
 
         >>> from trimem import Memory
         >>> mem = Memory(embedder=None)
@@ -284,7 +286,39 @@ class Facts(IndexedLayer):
         if len(found) < 2:  # nothing to reorder
             return found
         wanted = facets(query if request is None else request)
-        return _by_facets(found, wanted, self._policy.rrf_k) if wanted else found
+        if wanted:
+            found = _by_facets(found, wanted, self._policy.rrf_k)
+        return self._newer_first(found, agent_id, user_id)
+
+    def _newer_first(
+        self, found: builtins.list[tuple[Fact, Scored]], agent_id: str, user_id: str
+    ) -> builtins.list[tuple[Fact, Scored]]:
+        """`found`, where a newer note that tells of a change or of something new ("quit the café
+        job, I'm TAing now"), has replaced nothing, and is ranked under the fact nearest to it in
+        meaning (an older one, not unrelated by the embedder's floor) moves up to just before it,
+        as confident as it: reflect links the two only when sure, and when it was not, the
+        request still gets the newer first."""
+        # a note that already replaced an earlier one was linked to its subject by reflect
+        news = [
+            f.key
+            for f, _ in found
+            if is_note_key(f.key) and len(f.history) < 2 and tells_news(f.value) and self.reads(f.value)
+        ]
+        if not news:
+            return found
+        vectors = self._backend.fact_vectors(agent_id, user_id, [f.key for f, _ in found])
+        out = list(found)
+        for key in news:
+            v = vectors.get(key)
+            if v is None:
+                continue
+            at = next(i for i, (f, _) in enumerate(out) if f.key == key)
+            near = {i: float(vectors[f.key] @ v) for i, (f, _) in enumerate(out) if i != at and f.key in vectors}
+            to = max(near, key=near.__getitem__, default=-1)  # the nearest of the others
+            if 0 <= to < at and near[to] >= self.unrelated_cosine and out[to][0].updated_at < out[at][0].updated_at:
+                fact, scored = out.pop(at)
+                out.insert(to, (fact, msgspec.structs.replace(scored, weak=out[to][1].weak)))
+        return out
 
     @property
     def same_subject_cosine(self) -> float:

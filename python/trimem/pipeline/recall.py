@@ -28,7 +28,7 @@ from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
 from trimem.text.evidence import evidence_of
 from trimem.text.keys import is_note_key
-from trimem.text.notes import is_request, tells_news
+from trimem.text.notes import is_request
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 
 if TYPE_CHECKING:
@@ -245,9 +245,8 @@ class Recall:
             if fact is not None and key not in profile:
                 profile[key] = fact
         matches: dict[str, Scored] = {}
-        found = self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector, now=now,
-                                   request=intent.query)  # fmt: skip
-        for fact, scored in self._newer_first([m for m in found if m[0].key not in profile], user_id, agent_id):
+        for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
+                                               now=now, request=intent.query):  # fmt: skip
             if fact.key not in profile:
                 profile[fact.key] = fact
                 matches[fact.key] = scored
@@ -255,36 +254,6 @@ class Recall:
             return list(profile.values()), matches
         held = self._facts.as_of_many([*profile, *intent.keys], cutoff, user_id=user_id, agent_id=agent_id)
         return held, {f.key: matches[f.key] for f in held if f.key in matches}
-
-    def _newer_first(self, found: list[tuple[Fact, Scored]], user_id: str, agent_id: str) -> list[tuple[Fact, Scored]]:
-        """`found`, where a newer note that tells of a change or of something new ("quit the café
-        job, I'm TAing now"), has replaced nothing, and is ranked under the fact nearest to it in
-        meaning (an older one, not unrelated by the embedder's floor) moves up to just before it,
-        as confident as it: reflect links the two only when sure, and when it was not, the
-        request still gets the newer first."""
-        # a note that already replaced an earlier one was linked to its subject by reflect
-        news = [
-            f.key
-            for f, _ in found
-            if is_note_key(f.key) and len(f.history) < 2 and tells_news(f.value) and self._facts.reads(f.value)
-        ]
-        if not news:
-            return found
-        vectors = self._facts.vectors([f.key for f, _ in found], user_id=user_id, agent_id=agent_id)
-        floor = self._facts.unrelated_cosine
-        out = list(found)
-        for key in news:
-            at = next(i for i, (f, _) in enumerate(out) if f.key == key)
-            fact, scored = out[at]
-            v = vectors.get(key)
-            if v is None:
-                continue
-            near = {i: float(vectors[f.key] @ v) for i, (f, _) in enumerate(out) if i != at and f.key in vectors}
-            to = max(near, key=near.__getitem__, default=-1)  # the nearest of the others
-            if 0 <= to < at and near[to] >= floor and out[to][0].updated_at < fact.updated_at:
-                out.insert(to, (fact, msgspec.structs.replace(scored, weak=out[to][1].weak)))
-                del out[at + 1]
-        return out
 
     def _evidence(self, profile: list[Fact], namespace: str) -> dict[str, str]:
         """The user's words each keyed fact of the profile was last read from, where they say
