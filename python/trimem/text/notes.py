@@ -311,12 +311,13 @@ def _asks(s: Sentence) -> bool:
         return (
             not s.text.endswith(_STATEMENT_END) and _ZH_QUESTION_WORD.search(_ZH_NOT_ASKING.sub("", core)) is not None
         )
-    first = _EN_WORD.search(body)
-    return (
-        is_polite(body)
-        or (first is not None and first.group().casefold() in _REQUEST_START)
-        or _EN_ASKING.match(body) is not None
-    )
+    return is_polite(body) or _opens_asking(body)
+
+
+def _opens_asking(text: str) -> bool:
+    """Whether English `text` asks by its opening: a request's first word or a question's."""
+    first = _EN_WORD.search(text)
+    return (first is not None and first.group().casefold() in _REQUEST_START) or _EN_ASKING.match(text) is not None
 
 
 def is_request(text: str) -> bool:
@@ -335,8 +336,7 @@ def is_request(text: str) -> bool:
     if not has_han(text) and "?" not in text and not is_polite(text):
         # recall asks this of every hit: English that could ask only by its first word is read
         # without splitting it into sentences
-        first = _EN_WORD.search(text)
-        if (first is None or first.group().casefold() not in _REQUEST_START) and _EN_ASKING.match(text) is None:
+        if not _opens_asking(text):
             return False
     said = list(sentences(text))
     return bool(said) and all(_asks(s) for s in said)
