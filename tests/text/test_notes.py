@@ -188,3 +188,19 @@ def test_note_keys_are_valid_readable_and_unique() -> None:
 )
 def test_a_request_to_the_assistant_is_told_from_a_statement(text: str, asks: bool) -> None:
     assert is_request(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "news"),
+    [
+        ("quit the café job! I'm TAing now", True),  # a change
+        ("got a new dispatcher, Tonya, she's sharp", True),  # someone new
+        ("新招了个店员叫小林", True),
+        ("I work part time as a barista, Fri and Sun shifts", False),
+        ("我每天坐地铁十号线上下班", False),
+    ],
+)
+def test_news_is_a_change_or_someone_new(text: str, news: bool) -> None:
+    from trimem.text.notes import tells_news
+
+    assert tells_news(text) is news

@@ -22,6 +22,7 @@ drive in now", "现在住亦庄", "we moved to Condens") may replace an earlier 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Container
 from typing import Final
@@ -342,6 +343,7 @@ def is_request(text: str) -> bool:
     return bool(said) and all(_asks(s) for s in said)
 
 
+@functools.lru_cache(maxsize=8192)  # asked of the same notes by every search of the fact index
 def tells_news(text: str) -> bool:
     """Whether `text` states a change or tells of someone or something new ("got a new
     dispatcher, Tonya"): it may stand for what an older note says."""
