@@ -20,9 +20,11 @@ import numpy as np
 from trimem.errors import InvalidArgumentError
 
 __all__ = [
+    "AGREEMENT_WEIGHT",
     "CHECKPOINT_BYTES",
     "DAY_US",
     "FACET_WEIGHT",
+    "FACT_QUESTION_SUPPORT",
     "FACT_VECTOR_WEIGHT",
     "ITEM_SEARCH_EF",
     "LAYERS",
@@ -57,6 +59,12 @@ MIN_WHOLE_SHARE: Final = 0.45
 floor) is confident only from this share of what a document holding every word of the request
 once scores, words no record holds included: a request about what was never said ("my blood
 type?") shares one word with some record ("type rating")."""
+FACT_QUESTION_SUPPORT: Final = 0.5
+"""How far from the unrelated floor towards the confident-alone one (0: the unrelated floor, 1:
+the alone floor) meaning must reach to support a keyword match under the whole-request floor
+when the request asks for a fact of the asker's life ("when's Linda's birthday again?"): a memory
+sharing only its subject ("Linda does the books") does not answer it. Calibrated on requests about
+what was never said, against the share of LoCoMo's evidence labelled weak."""
 MIN_COSINE: Final = 0.3
 """Under this cosine a vector match counts for nothing: a hit that shares no keyword either is
 unrelated and dropped."""
@@ -86,6 +94,10 @@ FACET_WEIGHT: Final = 1.0
 """The fusion weight of the facet leg in a search of the fact index (:mod:`trimem.text.facets`):
 the facts touching the facets of life a request touches ("get to the expo" and "I can't drive")
 rank higher, against the keywords' 1 and the vector's ``FACT_VECTOR_WEIGHT``."""
+AGREEMENT_WEIGHT: Final = 0.5
+"""The fusion weight, in a search of the fact index made for recall, of the leg that ranks a note
+by where its own words rank among the episodes found for the same request: two searches of
+different texts (the user's notes, everything said) agreeing tell more than either."""
 PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""

@@ -425,3 +425,51 @@ def test_a_bad_request_is_refused_before_anything_is_read(bad: object) -> None:
     with pytest.raises(TrimemError):
         mem.facts.search("expo", user_id="u", request=bad)  # type: ignore[arg-type]
     assert keys(mem.facts.search("expo", user_id="u", request="How do I get to the expo?")) == ["note_drive"]
+
+
+def test_a_note_whose_own_words_rank_among_the_episodes_found_gains_a_hand_computed_leg() -> None:
+    from trimem.config import AGREEMENT_WEIGHT, Policy
+
+    mem = Memory(embedder="hashing")
+    said = {
+        "note_tabla": "I play tabla, brought mine from home.",
+        "note_pune": "My parents are in Pune.",
+        "note_owl": "Night owl forever, never asleep before 2am.",
+    }
+    source = {key: mem.retain(text, user_id="u").id for key, text in said.items()}
+    for key, text in said.items():
+        mem.facts.set(key, text, user_id="u", source=[source[key]])
+    mem.facts.set("instrument", "tabla", user_id="u", source=[source["note_tabla"]])  # keyed: gains nothing
+    plain = {f.key: s for f, s in mem.facts.search("culture night acts", user_id="u", k=4)}
+    asked: list[int] = []
+
+    def ranks() -> dict[int, int]:
+        asked.append(1)
+        return {source["note_owl"]: 2, source["note_tabla"]: 0, 999_999: 1}
+
+    found = mem.facts.search("culture night acts", user_id="u", k=4, episode_ranks=ranks)
+    assert asked == [1]  # called once, after the index was searched
+    rrf_k = Policy().rrf_k
+    assert {f.key: s.explain.get("agreement") for f, s in found} == {
+        "note_tabla": round(AGREEMENT_WEIGHT / (rrf_k + 1), 6),
+        "note_owl": round(AGREEMENT_WEIGHT / (rrf_k + 3), 6),
+        "note_pune": None,
+        "instrument": None,
+    }
+    for fact, scored in found:  # the leg reorders: it never makes a match confident
+        assert scored.weak == plain[fact.key].weak
+        extra = scored.explain.get("agreement") or 0.0
+        assert scored.score == pytest.approx(plain[fact.key].score + extra, abs=1e-6)
+    assert [f.key for f, s in found] == [f.key for f, s in sorted(found, key=lambda fs: (fs[1].weak, -fs[1].score))]
+
+
+def test_recall_ranks_the_profile_by_the_episodes_it_found_for_the_same_request() -> None:
+    mem = Memory(embedder="hashing")
+    for text in ["I play tabla, brought mine from home.", "My parents are in Pune.", "Culture night is in March."]:
+        mem.retain(text, user_id="u", timestamp=ago(30))
+    mem.reflect(user_id="u")
+    bundle = mem.recall("what could I play at culture night? tabla maybe", user_id="u", now=NOW)
+    played = [k for k, s in bundle.profile_matches.items() if "agreement" in s.explain]
+    assert played and all(k.startswith("note_") for k in played)
+    tabla = next(f for f in bundle.profile if "tabla" in f.value)
+    assert tabla.source and tabla.source[0] in {r.episode.id for r in bundle.episodes}

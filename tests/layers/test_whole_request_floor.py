@@ -123,3 +123,33 @@ def test_a_match_both_legs_find_part_way_is_confident(cosine: float, weak: bool)
     (hit,) = [h for h in mem.search(request, user_id="u", k=6) if h.episode.text == TYPE_RATING]
     assert hit.scored.bm25 is not None and hit.scored.bm25 < mem._backend._episodes.bm25_floor(request, 0.3)
     assert hit.scored.cosine == pytest.approx(cosine, abs=1e-6) and hit.scored.weak is weak
+
+
+FACT_QUESTION = "What is the blood type again?"
+TASK = "Note the blood type on the donor form."
+
+
+@pytest.mark.parametrize(("request_text", "cosine", "weak"), [
+    (FACT_QUESTION, 0.4, True),  # a question for a fact: the support needed is halfway, 0.45
+    (FACT_QUESTION, 0.5, False),
+    (TASK, 0.4, False),  # a task: the unrelated floor, 0.3, is support enough
+])  # fmt: skip
+def test_a_question_for_a_fact_needs_meaning_halfway_to_support_a_partial_match(
+    request_text: str, cosine: float, weak: bool
+) -> None:
+    """A question asking for a fact ("when's Linda's birthday?") is not answered by a memory that
+    shares only its subject; a task naming the same thing is helped by it."""
+    from trimem.text.notes import asks_for_fact
+
+    assert asks_for_fact(request_text) is (request_text == FACT_QUESTION)
+    mem = _memory({TYPE_RATING: [1, 0, 0, 0, 0, 0, 0, 0],
+                   request_text: [cosine, math.sqrt(1 - cosine**2), 0, 0, 0, 0, 0, 0]})  # fmt: skip
+    hit = next(h for h in mem.search(request_text, user_id="u") if h.episode.text == TYPE_RATING)
+    assert hit.scored.cosine == pytest.approx(cosine, abs=1e-6) and hit.scored.weak is weak
+
+
+def test_the_support_of_meaning_defaults_to_the_unrelated_floor() -> None:
+    from trimem._backend import Floors
+
+    assert Floors(bm25_share=0.3, cosine=0.3, cosine_alone=0.6).support_cosine == 0.3
+    assert Floors(bm25_share=0.3, cosine=0.3, cosine_alone=0.6, support=0.45).support_cosine == 0.45

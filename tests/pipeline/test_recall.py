@@ -246,3 +246,20 @@ def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it(
     mem.facts.set("note_quit", "I TA BME101, 10 hrs a week", user_id="u", at=now - timedelta(days=20))
     order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
     assert order.index("note_barista") < order.index("note_quit")
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_read_runs_once_however_often_its_result_is_asked_for(overlap: bool) -> None:
+    """The fact index's search asks for the episodes found before recall collects them: the
+    search must not run twice, on a reader thread or not."""
+    from trimem.pipeline._overlap import Read
+
+    calls: list[int] = []
+
+    def search(k: int) -> list[int]:
+        calls.append(k)
+        return list(range(k))
+
+    read = Read(overlap, search, 3)
+    assert read.result() == [0, 1, 2] and read.result() is read.result()
+    assert calls == [3]

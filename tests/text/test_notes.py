@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from trimem.text.keys import is_denied_key, is_note_key, is_valid_key
-from trimem.text.notes import MAX_NOTE_CHARS, is_request, note_key, read_notes, states_change, what_was_said
+from trimem.text.notes import (
+    MAX_NOTE_CHARS,
+    asks_for_fact,
+    is_request,
+    note_key,
+    read_notes,
+    states_change,
+    what_was_said,
+)
 
 
 @pytest.mark.parametrize(
@@ -204,3 +212,33 @@ def test_news_is_a_change_or_someone_new(text: str, news: bool) -> None:
     from trimem.text.notes import tells_news
 
     assert tells_news(text) is news
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("when's my sister's wedding again?", True),
+        ("how many acres did I tell you we farm", True),  # no question mark
+        ("Which gym am I a member of?", True),
+        ("What grade is my student Emma working towards?", True),
+        ("When did Melanie paint a sunrise?", False),  # of someone else's life
+        ("What grade is Emma working towards?", False),
+        ("ok. and who is my chief pilot?", True),  # any sentence
+        ("我驾驶证啥时候到期来着？", True),
+        ("我男朋友是做什么工作的？", True),
+        ("店里那台冷柜是哪年买的来着", True),
+        ("卡罗琳什么时候去的支持小组？", False),
+        ("我儿子今年几岁来着", True),
+        ("What should I cook for the two of us tonight?", False),  # advice
+        ("How do I get to the Trafford Centre?", False),
+        ("Draft a message to the landlord about the heater.", False),  # a task
+        ("Can you set the kickoff meeting for 8:30?", False),
+        ("帮我查一下我上次报税交了多少", False),  # a task, though it names an amount
+        ("开车犯困，有啥提神的法子", False),
+        ("我什么都吃，不挑。", False),  # "什么…都": anything, not a question
+        ("I'm pescatarian, have been since uni.", False),
+        ("", False),
+    ],
+)
+def test_a_question_for_a_fact_is_told_from_a_task_or_advice(text: str, asks: bool) -> None:
+    assert asks_for_fact(text) is asks

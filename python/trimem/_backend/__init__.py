@@ -81,12 +81,20 @@ class Floors(msgspec.Struct, frozen=True):
     a keyword match without that support of meaning is confident only from ``whole_share`` of
     the score of every word of the request, also words no record holds (when there is a
     query vector to support it). A hit both legs find, with any keyword and a cosine halfway
-    from ``cosine`` to ``cosine_alone``, is confident too."""
+    from ``cosine`` to ``cosine_alone``, is confident too. ``support``, when set, replaces
+    ``cosine`` as the meaning that supports a keyword match under the whole-request floor (a
+    question asking for a fact: one sharing only its subject does not answer it)."""
 
     bm25_share: float
     cosine: float
     cosine_alone: float
     whole_share: float = MIN_WHOLE_SHARE
+    support: float | None = None
+
+    @property
+    def support_cosine(self) -> float:
+        """The cosine from which meaning supports a keyword match under the whole-request floor."""
+        return self.cosine if self.support is None else self.support
 
 
 def confident(

@@ -15,8 +15,16 @@ import numpy as np
 
 from trimem._backend import Backend, Floors
 from trimem._checks import check_str
-from trimem.config import MAX_TEXT_CHARS, MIN_COSINE, MIN_COSINE_ALONE, SAME_SUBJECT_COSINE, Policy
+from trimem.config import (
+    FACT_QUESTION_SUPPORT,
+    MAX_TEXT_CHARS,
+    MIN_COSINE,
+    MIN_COSINE_ALONE,
+    SAME_SUBJECT_COSINE,
+    Policy,
+)
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
+from trimem.text.notes import asks_for_fact
 from trimem.text.script import has_han, query_language
 
 
@@ -89,12 +97,19 @@ class Embedding:
         read a language less well than keywords find it (USE's Chinese beside BM25's)."""
         return self.language_weights.get(query_language(text), 1.0) if self.language_weights else 1.0
 
-    def floors(self, floors: Floors, text: str) -> Floors:
-        """The floors of a search for `text`: where the vector cannot vouch for it, similarity
-        neither makes a match confident nor supports a keyword match."""
-        if self.vouches(text):
-            return floors
-        return msgspec.structs.replace(floors, cosine=math.inf, cosine_alone=math.inf)
+    def floors(self, floors: Floors, text: str, *, request: str | None = None) -> Floors:
+        """The floors of a search for `text` made for `request` (default: `text`): where the
+        vector cannot vouch for it, similarity neither makes a match confident nor supports a
+        keyword match; where the request asks for a fact of the asker's life
+        (:func:`~trimem.text.notes.asks_for_fact`), a keyword match missing part of it needs
+        meaning ``FACT_QUESTION_SUPPORT`` of the way to confident alone: "when's Linda's birthday
+        again?" is not answered by what was said of Linda."""
+        if not self.vouches(text):
+            return msgspec.structs.replace(floors, cosine=math.inf, cosine_alone=math.inf)
+        if asks_for_fact(text if request is None else request):
+            support = floors.cosine + FACT_QUESTION_SUPPORT * (floors.cosine_alone - floors.cosine)
+            return msgspec.structs.replace(floors, support=support)
+        return floors
 
     def __call__(self, texts: list[str], *, query: bool = False) -> np.ndarray | None:
         """Stored texts' vectors; with `query`, requests' (through the embedder's ``query``

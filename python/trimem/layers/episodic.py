@@ -280,8 +280,10 @@ class EpisodicMemory(IndexedLayer):
         mode: SearchMode = "hybrid",
         now: TimeLike | None = None,
         touch: bool = False,
+        request: str | None = None,
     ) -> builtins.list[RecalledEpisode]:
-        """Hybrid search over one user's episodes (see :meth:`trimem.Memory.search`)."""
+        """Hybrid search over one user's episodes (see :meth:`trimem.Memory.search`); `request`
+        is the request as asked when `query` is a reading of it (it sets the floors)."""
         ns = episode_namespace(agent_id, user_id)
         if session_id is not None:
             check_id("session_id", session_id)
@@ -303,7 +305,7 @@ class EpisodicMemory(IndexedLayer):
                 vector=vector,
                 namespace=ns,
                 k=k,
-                floors=self._embed.floors(self.floors, query),
+                floors=self._embed.floors(self.floors, query, request=request),
                 vector_weight=self._embed.vector_weight(query),
                 now=at,
                 time_range=tr,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -27,7 +27,7 @@ import numpy as np
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
-from trimem.config import FACET_WEIGHT, FACT_VECTOR_WEIGHT
+from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
@@ -84,6 +84,26 @@ def _by_facets(
             gain = FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most
             fact, scored = found[i]
             explain = {**scored.explain, "facets": round(gain, 6)}
+            out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
+    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
+    return out
+
+
+def _by_agreement(
+    found: builtins.list[tuple[Fact, Scored]], ranks: Mapping[int, int], rrf_k: float
+) -> builtins.list[tuple[Fact, Scored]]:
+    """`found` with an agreement leg fused in: a note whose own words (a source episode) rank
+    ``r``-th among the episodes found for the same request gains ``AGREEMENT_WEIGHT / (rrf_k + 1
+    + r)``. Only notes gain: a keyed fact's value is not the text of the episode it came from.
+    The weak stay weak and after the confident."""
+    out = list(found)
+    for i, (fact, scored) in enumerate(found):
+        if not is_note_key(fact.key):
+            continue
+        r = min((ranks[s] for s in fact.source if s in ranks), default=None)
+        if r is not None:
+            gain = AGREEMENT_WEIGHT / (rrf_k + 1 + r)
+            explain = {**scored.explain, "agreement": round(gain, 6)}
             out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
     out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
     return out
@@ -256,12 +276,15 @@ class Facts(IndexedLayer):
         vector: np.ndarray | None = None,
         now: TimeLike | None = None,
         request: str | None = None,
+        episode_ranks: Callable[[], Mapping[int, int]] | None = None,
     ) -> builtins.list[tuple[Fact, Scored]]:
         """The user's current facts and notes nearest to `query` by keywords and meaning, best
         first (those under the floors of a confident match labelled weak, after the others).
         The facets of life the `request` as asked (default: `query`) touches add a leg that
-        ranks the facts touching them (:mod:`trimem.text.facets`): they reorder, never make a
-        match confident. A newer note telling news comes before the older fact nearest to it in
+        ranks the facts touching them (:mod:`trimem.text.facets`); `episode_ranks`, when given,
+        is called once for the rank of each episode in a search of the episodes for the same
+        request, and adds a leg that ranks a note by where its own words rank there. These legs
+        reorder, never make a match confident. A newer note telling news comes before the older fact nearest to it in
         meaning (:meth:`_newer_first`).
 
         >>> from trimem import Memory
@@ -280,7 +303,7 @@ class Facts(IndexedLayer):
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
         q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
-                  floors=self._embed.floors(self.floors, query), now=now_micros(now),
+                  floors=self._embed.floors(self.floors, query, request=request), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
         found = self._backend.search_facts(q, self._policy)
         if len(found) < 2:  # nothing to reorder
@@ -288,6 +311,8 @@ class Facts(IndexedLayer):
         wanted = facets(query if request is None else request)
         if wanted:
             found = _by_facets(found, wanted, self._policy.rrf_k)
+        if episode_ranks is not None:
+            found = _by_agreement(found, episode_ranks(), self._policy.rrf_k)
         return self._newer_first(found, agent_id, user_id)
 
     def _newer_first(

@@ -28,20 +28,22 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 class Read(Generic[T]):
     """A read a recall needs later: started now on a reader thread when `overlap`, else run
-    when its result is asked for."""
+    when its result is first asked for (later asks get the same result)."""
 
     def __init__(self, overlap: bool, fn: Callable[..., T], /, *args: object, **kwargs: object) -> None:
         self._run: Callable[[], T] = functools.partial(fn, *args, **kwargs)
         self._future: Future[T] | None = None
+        self._done: tuple[T] | None = None
         if overlap:
             with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: run it when asked
                 self._future = _readers().submit(self._run)
 
     def result(self) -> T:
-        # one still queued (every reader thread busy) is run here rather than waited for
-        if self._future is None or self._future.cancel():
-            return self._run()
-        return self._future.result()
+        if self._done is None:
+            # one still queued (every reader thread busy) is run here rather than waited for
+            run_here = self._future is None or self._future.cancel()
+            self._done = (self._run() if run_here else self._future.result(),)  # type: ignore[union-attr]
+        return self._done[0]
 
     def settle(self) -> None:
         """Leaves nothing running for a recall that failed: a queued read is cancelled, a

@@ -147,12 +147,12 @@ class Recall:
         # twice the turns asked (at least NEIGHBOUR_POOL) are weighed with their neighbours
         found = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id,
                                   k=max(2 * depth, NEIGHBOUR_POOL), session_id=session_id if same_session else None,
-                                  vector=vector, now=at)  # fmt: skip
+                                  vector=vector, now=at, request=query)  # fmt: skip
 
         alone = self._embed.floors(self._episodic.floors, query).cosine_alone
 
         def search(*, time_range: tuple[int, int] | None) -> list[RecalledEpisode]:
-            return self._in_context(_asked(found(time_range=time_range), alone), namespace)[:depth]
+            return self._in_context(_asked(found(time_range=time_range), alone), namespace)
 
         find_knowledge = functools.partial(self._knowledge.search, text, agent_id=agent_id, user_id=user_id,
                                            k=k_knowledge, vector=vector, now=at, before=cutoff)  # fmt: skip
@@ -162,13 +162,18 @@ class Recall:
         episodes_read = Read(overlap, search, time_range=time_range)
         knowledge_read = Read(overlap, find_knowledge)
         try:
+            # where a note's own words rank among the episodes found tells what the request
+            # needs of the notes too: the fact index's search fuses it in
+            def episode_ranks() -> dict[int, int]:
+                return {r.episode.id: i for i, r in enumerate(episodes_read.result())}
+
             profile, matches = self._profile(intent, text, vector, user_id=user_id, agent_id=agent_id, now=at,
-                                             cutoff=cutoff)  # fmt: skip
+                                             cutoff=cutoff, episode_ranks=episode_ranks)  # fmt: skip
             evidence = self._evidence(profile, namespace)
             t3 = time.perf_counter()
-            episodes = episodes_read.result()
+            episodes = episodes_read.result()[:depth]
             if intent.time_range is not None and len(episodes) < depth and all(r.scored.weak for r in episodes):
-                wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))
+                wider = search(time_range=None if cutoff is None else (MIN_MICROS, cutoff))[:depth]
                 episodes += _outside(episodes, wider, depth - len(episodes))
             if rerank is not None:
                 episodes = reranked(rerank, query, episodes, k)
@@ -236,6 +241,7 @@ class Recall:
         agent_id: str,
         now: int,
         cutoff: int | None,
+        episode_ranks: Callable[[], dict[int, int]] | None = None,
     ) -> tuple[list[Fact], dict[str, Scored]]:
         """Pinned facts, the facts the question names by key, then those the fact index finds
         nearest by keywords and meaning (with their scores); as they stood at ``cutoff``."""
@@ -246,7 +252,7 @@ class Recall:
                 profile[key] = fact
         matches: dict[str, Scored] = {}
         for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
-                                               now=now, request=intent.query):  # fmt: skip
+                                               now=now, request=intent.query, episode_ranks=episode_ranks):  # fmt: skip
             if fact.key not in profile:
                 profile[fact.key] = fact
                 matches[fact.key] = scored

@@ -41,6 +41,7 @@ __all__ = [
     "NOT_SUBJECT_HAN",
     "NOT_SUBJECT_WORDS",
     "Note",
+    "asks_for_fact",
     "is_request",
     "note_key",
     "read_notes",
@@ -179,6 +180,20 @@ _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
     r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
+)
+# A question for a piece of information ("when's Linda's birthday?", "what grade is Emma in?",
+# "how many acres do we farm?"), not for advice ("what should I cook?", "how do I get there?").
+_EN_FACT_QUESTION: Final = re.compile(
+    r"(?:(?:and|so|also|but|oh|btw|ok|okay|hey|um|uh)\b[,\s]*)*"
+    r"(?:(?:what|which|who|whose|where|when)(?:'s|’s|(?:\s+[a-z]+)?\s+(?:is|are|am|was|were|do|does|did)\b)"
+    r"|how\s+(?:much|many|long|old)\b)",
+    re.I,
+)
+# Of the asker's own life, or recalling what they told: "my", "we", "again", "来着".
+_EN_OWN: Final = re.compile(r"\b(?:i|i'm|i've|my|me|mine|we|we're|our|us|again)\b|\bi’", re.I)
+_ZH_OWN: Final = re.compile(r"我|俺|咱|来着")
+_ZH_FACT_QUESTION: Final = re.compile(
+    r"来着|什么|(?:是|叫|在|用)(?:啥|谁)|啥时候|哪[天年家个里儿位所款]|几[号点岁级年]|多少"
 )
 _DENY_HAN: Final = re.compile(r"权限|角色|指令|系统提示|提示词|管理员|规则|身份")
 _ZH_SPACE: Final = re.compile(r"\s+")
@@ -341,6 +356,33 @@ def is_request(text: str) -> bool:
             return False
     said = list(sentences(text))
     return bool(said) and all(_asks(s) for s in said)
+
+
+def asks_for_fact(text: str) -> bool:
+    """Whether `text` asks for a piece of information of the asker's own life — a date, a name, a
+    number, which one — as a question recalling what they told does ("when's Linda's birthday
+    again?", "我驾驶证啥时候到期来着？"), not for a task or advice ("what should I cook tonight?",
+    "帮我查查怎么报销"), nor about others' lives ("When did Melanie paint a sunrise?"). A memory
+    that shares only the subject of such a question does not answer it.
+
+    >>> asks_for_fact("when's Linda's birthday again?"), asks_for_fact("我四级考了多少分来着？")
+    (True, True)
+    >>> asks_for_fact("What should I cook for the two of us?"), asks_for_fact("帮我写个复习计划")
+    (False, False)
+    """
+    if not isinstance(text, str) or len(text) > MAX_NOTE_CHARS:
+        return False
+    text = prepare_text(text)
+    for s in sentences(text):
+        body = s.body.strip()
+        if has_han(body):
+            core = _ZH_SPACE.sub("", body)
+            asks = _ZH_REQUEST.search(core) is None and _ZH_FACT_QUESTION.search(_ZH_NOT_ASKING.sub("", core))
+            if asks and _ZH_OWN.search(core):
+                return True
+        elif _EN_FACT_QUESTION.match(body) is not None and _EN_OWN.search(body):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=8192)  # asked of the same notes by every search of the fact index

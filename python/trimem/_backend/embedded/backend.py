@@ -587,7 +587,7 @@ class EmbeddedBackend:
             floors,
             keyword_floor=index.bm25_floor(q.text, floors.bm25_share, unseen=every_fact),
             whole_floor=None if vector is None else lambda: index.bm25_floor(q.text, floors.whole_share, unseen=True),
-            support=lambda asked: self._supported(index, hits, vector, floors.cosine, asked),
+            support=lambda asked: self._supported(index, hits, vector, floors.support_cosine, asked),
         )
         order = np.concatenate([np.flatnonzero(confident), np.flatnonzero(~confident)])[: q.k].tolist()
         return hits, order, set(np.flatnonzero(~confident).tolist())

@@ -272,7 +272,7 @@ def label(rows: list[tuple[Any, ...]], q: Query, n_terms: int, *, every_fact: bo
     )
     keyword_floor = floor(floors.bm25_share, every_fact)
     with np.errstate(invalid="ignore"):
-        support = stored >= floors.cosine
+        support = stored >= floors.support_cosine
     ok = confident(
         bm25,
         cosine,
