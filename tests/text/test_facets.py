@@ -25,6 +25,16 @@ from trimem.text.facets import FACETS, facets
         ("I run a small bakery in Leith.", {"trade"}),
         ("我喜欢喝精酿", {"drink"}),
         ("朋友出差，让我帮她照看家里的宠物", {"home", "travel", "pets"}),
+        # a diet is about food, whatever condition it comes of
+        ("I'm pescatarian, have been since uni.", {"food"}),
+        ("Type 2 diabetic, trying to keep my sugar down.", {"food", "health"}),
+        ("我有慢性胃炎，冰的都不敢碰", {"food", "health"}),
+        ("Been off cigarettes three weeks now.", {"health"}),
+        ("My gf is doing her masters abroad.", {"family"}),
+        ("家里那只毛孩子没人管", {"home", "pets"}),
+        ("We've a greyhound called Lady.", {"pets"}),
+        ("I sing alto in a choir on Tuesdays.", {"arts"}),  # what one makes or plays for love
+        ("晚会要出个节目，我能表演啥", {"arts"}),
     ],
 )
 def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:

@@ -36,9 +36,9 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "eat|eating|ate|food|meal|dinner|lunch|breakfast|brunch|supper|restaurant|cafe|cook|cooking|recipe|menu|"
         "snack|dish|cuisine|diet|vegetarian|vegan|halal|kosher|gluten|dairy|lactose|pork|beef|chicken|meat|"
         "seafood|fish|shellfish|nut|nuts|peanut|spicy|takeaway|takeout|delivery|catering|grocery|groceries|"
-        "bbq|barbecue|picnic|potluck|sugar|sweets|dessert|cake|bake|baking|bread|fasting|calories",
+        "bbq|barbecue|picnic|potluck|sugar|sweets|dessert|cake|bake|baking|bread|fasting|calories|pescatarian|coeliac|celiac|intolerant|intolerance|diabetic|diabetes|cholesterol|salt|keto|carbs|hungry|cilantro|coriander|onion|onions|garlic|mushroom|egg|eggs|milk|cheese|curry|soup|pizza|burger|sandwich|salad|pasta|rice|noodles|taste|tastes|flavour|flavor|grab a bite",
         "吃|饭|菜|餐|外卖|火锅|烧烤|聚餐|饭店|餐厅|馆子|食|忌口|素|猪肉|牛肉|羊肉|海鲜|辣|甜|糖|内脏|早点|夜宵|"
-        "点单|菜谱|下厨|做饭|口味|零食|蛋糕|面包|清真|控糖|减肥|饮食",
+        "点单|菜谱|下厨|做饭|口味|零食|蛋糕|面包|清真|控糖|减肥|饮食|胃|胃炎|主食|葱|香菜|蒜|馋|饿|吃饭|尿酸|痛风",
     ),
     "drink": (
         "drink|drinks|drinking|beer|beers|wine|bar|pub|brewery|cocktail|cocktails|coffee|espresso|latte|tea|"
@@ -61,20 +61,20 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "health": (
         "health|healthy|doctor|gp|allergy|allergic|allergies|pain|back|knee|knees|wrist|wrists|injury|injured|"
         "condition|asthma|diabetes|diabetic|pregnant|pregnancy|blind|deaf|medication|meds|pill|pills|surgery|"
-        "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability",
+        "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability|smoke|smoking|cigarette|cigarettes|vape|vaping|nicotine|tobacco|glasses|eyesight|hearing|arthritis|blood pressure|heart|apnea|cataract|tendinitis|rsi|carpal tunnel|inhaler|hay fever|period|chronic",
         "过敏|病|医生|医院|疼|痛|腰|膝盖|手腕|颈椎|恐高|怕|身体|血糖|血压|胰岛素|药|睡眠|失眠|怀孕|体检|"
-        "晕|手术|紫外线|晒|哮喘|近视|体力",
+        "晕|手术|紫外线|晒|哮喘|近视|体力|烟|戒烟|抽烟|眼镜|听力|心脏|关节|胃病|鼻炎|结节|偏头痛|慢性",
     ),
     "family": (
         "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
         "father|parents|baby|family|nephew|niece|sister|brother|sibling|grandma|grandmother|grandpa|"
-        "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night",
+        "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night|gf|bf|hubby|missus|twins|grandkids|grandson|granddaughter|grandchildren|grandkid|stepson|stepdaughter|mother-in-law|father-in-law|wedding",
         "老婆|媳妇|老公|爱人|孩子|儿子|女儿|爸|妈|父母|家人|宝宝|女朋友|男朋友|对象|哥|姐|弟|妹|爷爷|奶奶|"
-        "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日",
+        "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日|孙子|孙女|外孙|老伴|闺女|小囡|娃|婚礼",
     ),
     "pets": (
-        "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter",
-        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛",
+        "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter|greyhound|terrier|retriever|labrador|collie|spaniel|chihuahua|chihuahuas|boxer|corgi|poodle|kitty|dog sitter|kennel",
+        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛|毛孩子|柯基|布偶|泰迪|金毛|哈士奇|柴犬|英短|橘猫|寄养",
     ),
     "people": (
         "boss|manager|colleague|colleagues|coworker|coworkers|team|client|clients|customer|customers|supplier|"
@@ -104,6 +104,12 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "gym|running|marathon|race|training|train for|yoga|swim|swimming|football|soccer|basketball|"
         "tennis|golf|climbing|fan|fans|match|season|workout|fitness|pilates|crossfit",
         "健身|跑步|马拉松|游泳|球|瑜伽|比赛|锻炼|运动|球迷|赛季",
+    ),
+    "arts": (
+        "music|musician|instrument|band|choir|sing|singing|singer|guitar|piano|cello|violin|drums|ukulele|"
+        "dance|dancing|salsa|paint|painting|drawing|perform|performance|talent show|open mic|concert|gig|"
+        "knit|knitting|crochet|pottery|hobby|hobbies",
+        "乐器|唱歌|合唱|吉他|钢琴|尤克里里|跳舞|舞蹈|画画|演出|表演|节目|才艺|晚会|书法|相声|评书|爱好",
     ),
     "language": (
         "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
