@@ -852,3 +852,29 @@ def test_a_titles_dot_ends_no_sentence_so_the_whole_name_is_the_value() -> None:
         ("set", "mentor", "Dr. Keisha Brown")
     ]
     assert extract("Ask Mr. Smith. My editor is Vim.") == [("set", "editor", "Vim")]
+
+
+def test_a_word_of_a_name_is_not_the_same_word_written_small() -> None:
+    """ "Barton Springs Mill" replaces the note on the mill ("Central Milling"), not the one that
+    says "this spring": in a text that writes names with capitals, a name's word is no common word."""
+    from datetime import UTC, datetime, timedelta
+
+    from trimem.pipeline.reflection import subject_words
+
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    mem.retain("We buy flour from Central Milling, 50lb bags.", user_id="u", timestamp=t0)
+    mem.retain("I own a little bakery on East Street, four years this spring.", user_id="u", timestamp=t0)
+    mem.reflect(user_id="u")
+    before = {f.key: f.value for f in mem.facts.list(user_id="u")}
+    mem.retain("We go through Barton Springs Mill now, local stone ground.", user_id="u", timestamp=t0 + timedelta(30))
+    mem.reflect(user_id="u")
+    after = {f.key: f.value for f in mem.facts.list(user_id="u")}
+    flour = next(k for k, v in before.items() if "Central Milling" in v)
+    bakery = next(k for k, v in before.items() if "bakery" in v)
+    assert "Barton Springs Mill" in after[flour] and after[bakery] == before[bakery]
+    assert len(after) == len(before)
+    # where case tells nothing (all small), a word may be either
+    assert "spring" in subject_words("barton springs mill now") and "\x01spring" in subject_words("barton springs mill")
+    assert "spring" not in subject_words("We use Barton Springs Mill now.")
+    assert "\x01spring" not in subject_words("I moved here this spring.")

@@ -11,10 +11,11 @@ provenance; by hand or in a background thread.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -139,10 +140,10 @@ class Reflection:
             return None
         held_words = {key: subject_words(value) for key, value in held.items()}
         # a word many of the user's notes share ("公司", "work") names no one subject
-        counts = Counter(w for ws in held_words.values() for w in ws)
+        counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
         common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
-        words = subject_words(what_was_said(told)) - common
-        shared = {key: len(words & ws) for key, ws in held_words.items()}
+        words = frozenset(t for t in subject_words(what_was_said(told)) if _base(t) not in common)
+        shared = {key: len({_base(t) for t in words & ws}) for key, ws in held_words.items()}
         cosine: dict[str, float] = {}
         vector = self._facts.embed_fact(NOTE_PREFIX, text)
         if vector is not None:
@@ -169,15 +170,40 @@ class Reflection:
 _NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORDS)}", stem=True))
 
 
+# A word of a name: capitalised inside a sentence ("Barton Springs Mill", "my partner Lukas").
+_NAME_WORD: Final = re.compile(r"(?<=[a-z0-9,;:)'’] )[A-Z][A-Za-z]+")
+_LOWER_WORD: Final = re.compile(r"\b[a-z]{2,}\b")
+_CASED: Final = re.compile(r"\bI\b")
+_NAME: Final = "\x01"  # marks the term of a word of a name
+
+
+def _stems(words: list[str]) -> set[str]:
+    return set(tokenize(" ".join(words), stem=True, stopwords=True)) if words else set()
+
+
+def _base(term: str) -> str:
+    return term.lstrip(_NAME)
+
+
 def subject_words(text: str) -> frozenset[str]:
     """What a note is about, as index terms (stemmed English words, Chinese character pairs;
-    stopwords, words of time and change and pairs with a character of grammar out)."""
+    stopwords, words of time and change and pairs with a character of grammar out). In a text
+    that writes names with capitals, a word of a name and the same word written small are two
+    terms ("Barton Springs Mill" is not "this spring"); where case tells nothing, a word is both
+    (count shared subjects by :func:`_base`)."""
     words = tokenize(text, stem=True, stopwords=True)
-    return frozenset(
-        w
-        for w in words
-        if len(w) > 1 and w not in _NOT_SUBJECT and not states_change(w) and NOT_SUBJECT_HAN.isdisjoint(w)
-    )
+    names = _stems(_NAME_WORD.findall(text))
+    cased = bool(names) or _CASED.search(text) is not None
+    small = _stems(_LOWER_WORD.findall(text)) if cased else set()
+    out: set[str] = set()
+    for w in words:
+        if len(w) <= 1 or w in _NOT_SUBJECT or states_change(w) or not NOT_SUBJECT_HAN.isdisjoint(w):
+            continue
+        if w not in small:
+            out.add(_NAME + w)  # may be a name
+        if w not in names or w in small:
+            out.add(w)  # may be a common word
+    return frozenset(out)
 
 
 def phrase_aliases(aliases: Mapping[str, list[str]]) -> dict[str, str]:
