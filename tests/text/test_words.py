@@ -29,3 +29,13 @@ def test_instructions_are_masked() -> None:
 
 def test_trim_punctuation() -> None:
     assert trim_punctuation("？？ what  now ！") == "what now"
+
+
+def test_names_and_small_words_are_told_apart_only_where_case_tells() -> None:
+    from trimem.text.words import name_words, small_words
+
+    assert name_words("we go through Barton Springs Mill now, says Jo") == ["Barton", "Springs", "Mill", "Jo"]
+    assert name_words("Lukas is my partner.") == []  # a sentence's first word may be any word
+    assert small_words("my partner Lukas is German") == ["my", "partner", "is"]
+    assert small_words("I teach chem") == ["teach", "chem"]
+    assert small_words("im off to barton springs") is None

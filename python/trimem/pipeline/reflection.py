@@ -11,7 +11,6 @@ provenance; by hand or in a background thread.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from trimem.scope import check_id, episode_namespace
 from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
 from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, note_key, states_change, what_was_said
 from trimem.text.stopwords import QUERY_STOPWORDS
+from trimem.text.words import name_words, small_words
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
@@ -170,10 +170,6 @@ class Reflection:
 _NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORDS)}", stem=True))
 
 
-# A word of a name: capitalised inside a sentence ("Barton Springs Mill", "my partner Lukas").
-_NAME_WORD: Final = re.compile(r"(?<=[a-z0-9,;:)'’] )[A-Z][A-Za-z]+")
-_LOWER_WORD: Final = re.compile(r"\b[a-z]{2,}\b")
-_CASED: Final = re.compile(r"\bI\b")
 _NAME: Final = "\x01"  # marks the term of a word of a name
 
 
@@ -192,9 +188,8 @@ def subject_words(text: str) -> frozenset[str]:
     terms ("Barton Springs Mill" is not "this spring"); where case tells nothing, a word is both
     (count shared subjects by :func:`_base`)."""
     words = tokenize(text, stem=True, stopwords=True)
-    names = _stems(_NAME_WORD.findall(text))
-    cased = bool(names) or _CASED.search(text) is not None
-    small = _stems(_LOWER_WORD.findall(text)) if cased else set()
+    names = _stems(name_words(text))
+    small = _stems(small_words(text) or [])
     out: set[str] = set()
     for w in words:
         if len(w) <= 1 or w in _NOT_SUBJECT or states_change(w) or not NOT_SUBJECT_HAN.isdisjoint(w):

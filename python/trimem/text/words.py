@@ -20,7 +20,7 @@ from typing import Final
 from trimem.text.script import CJK_RANGE, LATIN_END, LATIN_START
 from trimem.text.stopwords import QUERY_STOPWORDS, ZH_QUERY_FILLER, ZH_QUERY_KEEP
 
-__all__ = ["instruction_spans", "keywords", "mask", "trim_punctuation"]
+__all__ = ["instruction_spans", "keywords", "mask", "name_words", "small_words", "trim_punctuation"]
 
 _W: Final = rf"[^\W{CJK_RANGE}]"  # a word character that is not CJK
 # CJK runs, or words kept whole with inner dots, dashes, slashes, colons (node.js, start-up, c++, host:8080)
@@ -98,3 +98,32 @@ def keywords(text: str, *, lowercase: bool) -> list[str]:
 def trim_punctuation(text: str) -> str:
     """`text` without punctuation and spaces at its ends, inner spaces folded."""
     return " ".join(_EDGE_PUNCT.sub("", text).split())
+
+
+# A word of a name: capitalised inside a sentence ("Barton Springs Mill", "my partner Lukas").
+_NAME_WORD: Final = re.compile(r"(?<=[a-z0-9,;:)'’] )[A-Z][A-Za-z]+")
+_SMALL_WORD: Final = re.compile(r"\b[a-z]{2,}\b")
+_CAPITAL_I: Final = re.compile(r"\bI\b")
+
+
+def name_words(text: str) -> list[str]:
+    """The English words of names in `text`: capitalised inside a sentence (a sentence's first
+    word may be any word).
+
+    >>> name_words("We go through Barton Springs Mill now. Lukas agrees.")
+    ['Barton', 'Springs', 'Mill']
+    """
+    return _NAME_WORD.findall(text)
+
+
+def small_words(text: str) -> list[str] | None:
+    """The English words `text` writes small, when it writes names with capitals (it has a word
+    of a name or a capital "I"), so that a word written small is no name; None when case tells
+    nothing ("im off to barton springs").
+
+    >>> small_words("I moved here this spring."), small_words("moved here this spring")
+    (['moved', 'here', 'this', 'spring'], None)
+    """
+    if not name_words(text) and _CAPITAL_I.search(text) is None:
+        return None
+    return _SMALL_WORD.findall(text)
