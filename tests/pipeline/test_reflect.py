@@ -878,3 +878,21 @@ def test_a_word_of_a_name_is_not_the_same_word_written_small() -> None:
     assert "spring" in subject_words("barton springs mill now") and "\x01spring" in subject_words("barton springs mill")
     assert "spring" not in subject_words("We use Barton Springs Mill now.")
     assert "\x01spring" not in subject_words("I moved here this spring.")
+
+
+def test_a_change_told_as_news_replaces_the_fact_keyed_by_its_subject_phrase() -> None:
+    """ "my new lead baker Marisol started" is about the "lead baker" of "lead_baker: Rogelio":
+    a fact keyed by the user's own phrase is about that phrase as well as its value."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    mem.retain("My lead baker is Rogelio.", user_id="u", timestamp=t0)
+    mem.reflect(user_id="u")
+    assert mem.facts.get("lead_baker", user_id="u").value == "Rogelio"  # type: ignore[union-attr]
+    mem.retain("My new lead baker Marisol started this week, she's fast.", user_id="u", timestamp=t0 + timedelta(40))
+    mem.reflect(user_id="u")
+    fact = mem.facts.get("lead_baker", user_id="u")
+    assert fact is not None and "Marisol" in fact.value
+    assert fact.history[0].value == "Rogelio"
+    assert not [f for f in mem.facts.list(user_id="u") if "Marisol" in f.value and f.key != "lead_baker"]

@@ -25,7 +25,7 @@ from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
-from trimem.text.keys import NOTE_PREFIX, is_known_key, is_note_key
+from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key
 from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, note_key, states_change, what_was_said
 from trimem.text.stopwords import QUERY_STOPWORDS
 from trimem.text.words import name_words, small_words
@@ -109,7 +109,8 @@ class Reflection:
                 return f.key
         # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
         # office"); a key of the key-phrase table is the statement reader's to change
-        notes = {f.key: f.value for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
+        # (a fact keyed by the user's phrase is about that phrase too: "lead baker" of "Rogelio")
+        notes = {f.key: fact_text(f.key, f.value) for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
         if states_change(text):
             same = self._same_subject(text, told, notes, user_id=user_id, agent_id=agent_id)
             if same is not None:
