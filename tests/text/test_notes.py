@@ -145,6 +145,8 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("部门换流程了，报销都走钉钉审批。", True),
         ("报表工具升级到新版本，旧模板用不了。", True),
         ("公司改用企业微信沟通。", True),
+        ("他调到成都分公司了，住得离我就二十分钟。", True),  # someone of the user's life moved
+        ("My sister relocated to Leeds with the twins.", True),
         ("我们组每周五下午做代码评审。", False),
         ("我每周五晚上去练书法，已经练了三年了。", False),  # how long, not a change
         ("I take the 7:40 express bus downtown every morning.", False),

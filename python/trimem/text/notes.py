@@ -130,12 +130,12 @@ _ZH_LASTING: Final = re.compile(
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
-    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|gave\s+up|given\s+up|became|converted|transferred|"
+    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|gave\s+up|given\s+up|became|converted|transferred|relocated|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
-    rf"换了|改了|转到|新的|新来|新[招买换养租]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
+    rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
