@@ -95,9 +95,10 @@ FACET_WEIGHT: Final = 1.0
 the facts touching the facets of life a request touches ("get to the expo" and "I can't drive")
 rank higher, against the keywords' 1 and the vector's ``FACT_VECTOR_WEIGHT``."""
 AGREEMENT_WEIGHT: Final = 0.5
-"""The fusion weight, in a search of the fact index made for recall, of the leg that ranks a note
-by where its own words rank among the episodes found for the same request: two searches of
-different texts (the user's notes, everything said) agreeing tell more than either."""
+"""The fusion weight, in a search of the fact index made for recall, of the leg that ranks a fact
+by where the user's words it was read from rank among the episodes found for the same request:
+two searches of different texts (the user's facts, everything said) agreeing tell more than
+either."""
 PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""

@@ -439,7 +439,7 @@ def test_a_note_whose_own_words_rank_among_the_episodes_found_gains_a_hand_compu
     source = {key: mem.retain(text, user_id="u").id for key, text in said.items()}
     for key, text in said.items():
         mem.facts.set(key, text, user_id="u", source=[source[key]])
-    mem.facts.set("instrument", "tabla", user_id="u", source=[source["note_tabla"]])  # keyed: gains nothing
+    mem.facts.set("instrument", "tabla", user_id="u", source=[source["note_tabla"]])  # keyed: its words rank too
     plain = {f.key: s for f, s in mem.facts.search("culture night acts", user_id="u", k=4)}
     asked: list[int] = []
 
@@ -454,7 +454,7 @@ def test_a_note_whose_own_words_rank_among_the_episodes_found_gains_a_hand_compu
         "note_tabla": round(AGREEMENT_WEIGHT / (rrf_k + 1), 6),
         "note_owl": round(AGREEMENT_WEIGHT / (rrf_k + 3), 6),
         "note_pune": None,
-        "instrument": None,
+        "instrument": round(AGREEMENT_WEIGHT / (rrf_k + 1), 6),
     }
     for fact, scored in found:  # the leg reorders: it never makes a match confident
         assert scored.weak == plain[fact.key].weak
@@ -470,6 +470,6 @@ def test_recall_ranks_the_profile_by_the_episodes_it_found_for_the_same_request(
     mem.reflect(user_id="u")
     bundle = mem.recall("what could I play at culture night? tabla maybe", user_id="u", now=NOW)
     played = [k for k, s in bundle.profile_matches.items() if "agreement" in s.explain]
-    assert played and all(k.startswith("note_") for k in played)
+    assert any(k.startswith("note_") for k in played)
     tabla = next(f for f in bundle.profile if "tabla" in f.value)
     assert tabla.source and tabla.source[0] in {r.episode.id for r in bundle.episodes}

@@ -92,14 +92,13 @@ def _by_facets(
 def _by_agreement(
     found: builtins.list[tuple[Fact, Scored]], ranks: Mapping[int, int], rrf_k: float
 ) -> builtins.list[tuple[Fact, Scored]]:
-    """`found` with an agreement leg fused in: a note whose own words (a source episode) rank
-    ``r``-th among the episodes found for the same request gains ``AGREEMENT_WEIGHT / (rrf_k + 1
-    + r)``. Only notes gain: a keyed fact's value is not the text of the episode it came from.
-    The weak stay weak and after the confident."""
+    """`found` with an agreement leg fused in: a fact or note whose source (the user's words it was
+    read from) ranks ``r``-th among the episodes found for the same request gains
+    ``AGREEMENT_WEIGHT / (rrf_k + 1 + r)``; a keyed fact's words say more than its value ("my
+    German is B2-ish, dreadful on the phone with the Finanzamt"). The weak stay weak and after
+    the confident."""
     out = list(found)
     for i, (fact, scored) in enumerate(found):
-        if not is_note_key(fact.key):
-            continue
         r = min((ranks[s] for s in fact.source if s in ranks), default=None)
         if r is not None:
             gain = AGREEMENT_WEIGHT / (rrf_k + 1 + r)
@@ -283,7 +282,7 @@ class Facts(IndexedLayer):
         The facets of life the `request` as asked (default: `query`) touches add a leg that
         ranks the facts touching them (:mod:`trimem.text.facets`); `episode_ranks`, when given,
         is called once for the rank of each episode in a search of the episodes for the same
-        request, and adds a leg that ranks a note by where its own words rank there. These legs
+        request, and adds a leg that ranks a fact by where its source words rank there. These legs
         reorder, never make a match confident. A newer note telling news comes before the older fact nearest to it in
         meaning (:meth:`_newer_first`).
 

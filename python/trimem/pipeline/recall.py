@@ -162,8 +162,8 @@ class Recall:
         episodes_read = Read(overlap, search, time_range=time_range)
         knowledge_read = Read(overlap, find_knowledge)
         try:
-            # where a note's own words rank among the episodes found tells what the request
-            # needs of the notes too: the fact index's search fuses it in
+            # where the words a fact was read from rank among the episodes found tells what the
+            # request needs of the facts too: the fact index's search fuses it in
             def episode_ranks() -> dict[int, int]:
                 return {r.episode.id: i for i, r in enumerate(episodes_read.result())}
 
