@@ -73,6 +73,10 @@ from trimem.text.notes import (
         "婆婆跟我们一起住，平时孩子主要她帮忙带",  # she helps: no request
         "烟戒了一个多月了",
         "最近花改从虹桥花市拿了",
+        "The landlord is a guy called Phil.",  # the user's world, at a sentence's start
+        "Jess is allergic to shellfish, like hospital-visit allergic.",  # someone named, how they are
+        "Omar works nights at the hospital.",
+        "最近在戒咖啡。",  # what one is doing these days
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -109,6 +113,8 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "what's a good substitute for buttermilk in pancakes",
         "We moved the meeting to Friday this week.",  # news of the moment, nothing that now is
         "你帮忙看看这个",
+        "This is great.",  # a word of grammar is no one's name
+        "Taylor Swift is touring",  # nothing of how someone is
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:

@@ -62,7 +62,7 @@ _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we'
 # The user's world named without a person: "The clinical system at work is EMIS", "the repo's
 # private", "the managing partner is Deborah Voss".
 _EN_WORLD: Final = re.compile(
-    r"\b(?:at\s+(?:work|the\s+office|home)|the\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
+    r"\b(?:at\s+(?:work|the\s+office|home)|[Tt]he\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
     r"lab|store|restaurant|repo|kids|family|landlord|boss)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
     # the user's people, body and things, told without "my": "Sister lives in Perth", "Kid's school is …"
     r"|(?i:^(?:mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
@@ -125,7 +125,7 @@ _EN_LASTING: Final = re.compile(
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
-    rf"周末|工作日|平日|每|天天|通常|一般|平时|平常|总是|经常|常常|老是|偶尔|主要|大多|基本上|常年|从来|从不|一直|向来|一向|已经|"
+    rf"最近在|周末|工作日|平日|每|天天|通常|一般|平时|平常|总是|经常|常常|老是|偶尔|主要|大多|基本上|常年|从来|从不|一直|向来|一向|已经|"
     rf"(?<![这上下本])(?:周|星期)[一二三四五六日天]|"
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
@@ -189,6 +189,11 @@ _EN_FACT_QUESTION: Final = re.compile(
     r"|how\s+(?:much|many|long|old)\b)",
     re.I,
 )
+# Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
+_EN_NAMED: Final = re.compile(
+    r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
+    r"speaks|teaches|runs|owns|drives)\b"
+)
 # Of the asker's own life, or recalling what they told: "my", "we", "again", "来着".
 _EN_OWN: Final = re.compile(r"\b(?:i|i'm|i've|my|me|mine|we|we're|our|us|again)\b|\bi’", re.I)
 _ZH_OWN: Final = re.compile(r"我|俺|咱|来着")
@@ -207,6 +212,13 @@ class Note(msgspec.Struct, frozen=True):
     language: Language
 
 
+def _named(body: str) -> bool:
+    """Whether `body` tells how someone named is ("Jess is allergic to shellfish", "Omar works
+    nights"): in a user's message, one of the people of their life."""
+    found = _EN_NAMED.match(body)
+    return found is not None and found.group(1).casefold() not in NOT_SUBJECT
+
+
 def _en_note(body: str) -> bool:
     words = _EN_WORD.findall(body)
     # a note names what it is about: "Never again." says how often, not of what
@@ -219,7 +231,7 @@ def _en_note(body: str) -> bool:
             return False
     # about the user (or their team, home, family): said in the first person, of their world, or
     # as a habit or change
-    if not (_EN_PERSON.search(body) or _EN_WORLD.search(body) or lasting or _EN_CHANGE.search(body)):
+    if not (_EN_PERSON.search(body) or _EN_WORLD.search(body) or lasting or _EN_CHANGE.search(body) or _named(body)):
         return False
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
