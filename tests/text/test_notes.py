@@ -132,6 +132,14 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
     assert note.language == "en" and not note.change
 
 
+def test_a_note_keeps_its_topic_said_on_its_own_before_it() -> None:
+    (note,) = read_notes("snakes. hate em. won't even look at a picture of one")
+    assert note.text == "snakes. hate em. won't even look at a picture of one"
+    # a word that steers the chat, filler or a greeting is no topic
+    for opening in ("Anyway.", "ok.", "Thanks!", "Honestly."):
+        assert read_notes(f"{opening} I bike to work every day.")[0].text == "I bike to work every day."
+
+
 def test_a_change_keeps_the_sentence_told_before_it() -> None:
     (note,) = read_notes("Got the robot milkers running finally, Lely ones. No more set milking times.")
     assert note.text == "Got the robot milkers running finally, Lely ones. No more set milking times." and note.change

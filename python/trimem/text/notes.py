@@ -29,6 +29,7 @@ from typing import Final
 
 import msgspec
 
+from trimem.text.cues import FILLER, GREETING
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS, NOTE_PREFIX, is_denied_key
 from trimem.text.script import Language, has_han, language, prepare_text
@@ -264,6 +265,27 @@ def _hypothetical(body: str) -> bool:
     return not head or _EN_CONDITIONAL_MOOD.search(head) is not None or not _en_note(head)
 
 
+# Words that steer a chat rather than name what it is about ("Anyway.", "Big news.").
+_DISCOURSE: Final = frozenset(
+    "anyway anyhow btw fyi also so well honestly right yeah yep yes no nope lol haha ugh wow oh sigh sorry ps "
+    "update news big good bad great quick random".split()
+)
+
+
+def _topic(text: str) -> bool:
+    """Whether `text` is a topic said on its own before what is said of it ("Snakes. Hate em.",
+    "Coriander. Tastes like soap to me."): a word or two, no filler, no Chinese (whose short
+    sentences say whole things)."""
+    words = _EN_WORD.findall(text)
+    return (
+        0 < len(words) <= 2
+        and not has_han(text)
+        and FILLER.fullmatch(text.casefold().strip(" .!~")) is None
+        and GREETING.match(text.casefold()) is None
+        and all(w.casefold() not in NOT_SUBJECT and w.casefold() not in _DISCOURSE for w in words)
+    )
+
+
 def _is_moment(body: str) -> bool:
     return (_ZH_MOMENT if has_han(body) else _EN_MOMENT).search(body) is not None
 
@@ -290,8 +312,9 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
             # a change is told with what came before it ("Got the robot milkers running, Lely
-            # ones. No more set milking times."): the sentence before is kept with it
-            if before is not None and states_change(body):
+            # ones. No more set milking times."), and a note with its topic said on its own
+            # ("Snakes. Hate em."): the sentence before is kept with it
+            if before is not None and (states_change(body) or _topic(before)):
                 kept.append(before)
             kept.append(s.text.strip())
             before = None
