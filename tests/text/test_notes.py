@@ -133,8 +133,8 @@ def test_the_sentences_that_are_notes_are_kept_together() -> None:
 
 
 def test_a_note_keeps_its_topic_said_on_its_own_before_it() -> None:
-    (note,) = read_notes("snakes. hate em. won't even look at a picture of one")
-    assert note.text == "snakes. hate em. won't even look at a picture of one"
+    (note,) = read_notes("snakes. hate em. won't even look at a picture of one, don't send me any")
+    assert note.text == "snakes. hate em. won't even look at a picture of one, don't send me any"
     # a word that steers the chat, filler or a greeting is no topic
     for opening in ("Anyway.", "ok.", "Thanks!", "Honestly."):
         assert read_notes(f"{opening} I bike to work every day.")[0].text == "I bike to work every day."
