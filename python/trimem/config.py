@@ -59,12 +59,13 @@ MIN_WHOLE_SHARE: Final = 0.45
 floor) is confident only from this share of what a document holding every word of the request
 once scores, words no record holds included: a request about what was never said ("my blood
 type?") shares one word with some record ("type rating")."""
-FACT_QUESTION_SUPPORT: Final = 0.5
+FACT_QUESTION_SUPPORT: Final = 0.75
 """How far from the unrelated floor towards the confident-alone one (0: the unrelated floor, 1:
-the alone floor) meaning must reach to support a keyword match under the whole-request floor
-when the request asks for a fact of the asker's life ("when's Linda's birthday again?"): a memory
-sharing only its subject ("Linda does the books") does not answer it. Calibrated on requests about
-what was never said, against the share of LoCoMo's evidence labelled weak."""
+the alone floor) meaning must reach to support a keyword match under the whole-request floor, or
+a hit both legs find, when the request asks for a fact of the asker's life ("when's Linda's
+birthday again?"): a memory sharing only its subject ("Linda does the books") does not answer
+it. Calibrated on requests about what was never said, against the share of LoCoMo's evidence
+labelled weak and the profile suites' other probes."""
 MIN_COSINE: Final = 0.3
 """Under this cosine a vector match counts for nothing: a hit that shares no keyword either is
 unrelated and dropped."""

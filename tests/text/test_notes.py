@@ -251,6 +251,8 @@ def test_news_is_a_change_or_someone_new(text: str, news: bool) -> None:
         ("Can you set the kickoff meeting for 8:30?", False),
         ("帮我查一下我上次报税交了多少", False),  # a task, though it names an amount
         ("开车犯困，有啥提神的法子", False),
+        ("我什么时候去健身比较顺路？", False),  # advice, though it asks "when"
+        ("When's a good time for me to call my artist?", False),
         ("我什么都吃，不挑。", False),  # "什么…都": anything, not a question
         ("I'm pescatarian, have been since uni.", False),
         ("", False),

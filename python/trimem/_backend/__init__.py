@@ -82,8 +82,9 @@ class Floors(msgspec.Struct, frozen=True):
     the score of every word of the request, also words no record holds (when there is a
     query vector to support it). A hit both legs find, with any keyword and a cosine halfway
     from ``cosine`` to ``cosine_alone``, is confident too. ``support``, when set, replaces
-    ``cosine`` as the meaning that supports a keyword match under the whole-request floor (a
-    question asking for a fact: one sharing only its subject does not answer it)."""
+    ``cosine`` as the meaning that supports a keyword match under the whole-request floor, and
+    is the least cosine of a hit both legs find (a question asking for a fact: a memory sharing
+    only its subject does not answer it)."""
 
     bm25_share: float
     cosine: float
@@ -117,8 +118,9 @@ def confident(
             whole = bm25 >= whole_floor()
             keywords &= whole | support(keywords & ~whole)
         # found by both legs, each part way (a keyword, and a cosine halfway from unrelated to
-        # confident alone), a match is confident too
-        both = (bm25 > 0.0) & (cosine >= (floors.cosine + floors.cosine_alone) / 2.0)
+        # confident alone), a match is confident too; a question for a fact asks its support
+        halfway = (floors.cosine + floors.cosine_alone) / 2.0
+        both = (bm25 > 0.0) & (cosine >= max(halfway, floors.support_cosine))
         out: npt.NDArray[np.bool_] = keywords | both | (cosine >= floors.cosine_alone)
     return out
 

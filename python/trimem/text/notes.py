@@ -195,6 +195,9 @@ _EN_NAMED: Final = re.compile(
     r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
     r"speaks|teaches|runs|owns|drives)\b"
 )
+# Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
+_EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
+_ZH_ADVICE: Final = re.compile(r"比较|最好|合适|好呢|怎么|如何|应该|该|推荐|建议|划算")
 # Of the asker's own life, or recalling what they told: "my", "we", "again", "来着".
 _EN_OWN: Final = re.compile(r"\b(?:i|i'm|i've|my|me|mine|we|we're|our|us|again)\b|\bi’", re.I)
 _ZH_OWN: Final = re.compile(r"我|俺|咱|来着")
@@ -413,9 +416,9 @@ def asks_for_fact(text: str) -> bool:
         if has_han(body):
             core = _ZH_SPACE.sub("", body)
             asks = _ZH_REQUEST.search(core) is None and _ZH_FACT_QUESTION.search(_ZH_NOT_ASKING.sub("", core))
-            if asks and _ZH_OWN.search(core):
+            if asks and _ZH_OWN.search(core) and not _ZH_ADVICE.search(core):
                 return True
-        elif _EN_FACT_QUESTION.match(body) is not None and _EN_OWN.search(body):
+        elif _EN_FACT_QUESTION.match(body) and _EN_OWN.search(body) and not _EN_ADVICE.search(body):
             return True
     return False
 
