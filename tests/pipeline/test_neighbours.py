@@ -65,3 +65,28 @@ def test_a_short_recall_is_the_head_of_a_long_one() -> None:
 def test_the_share_is_checked() -> None:
     with pytest.raises(InvalidArgumentError, match="neighbour_share"):
         Policy(neighbour_share=1.5)
+
+
+def test_only_turns_of_a_session_are_looked_up_and_none_when_no_turn_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn told outside a session has no neighbours: the read (a round trip on a server) is
+    asked for the found turns that have a session only, and not made when none has."""
+    mem = _memory(0.2)
+    backend = mem._backend
+    asked: list[list[int]] = []
+    original = backend.session_neighbours
+
+    def spy(namespace: str, ids: list[int]) -> list[tuple[int | None, int | None]]:
+        asked.append(list(ids))
+        return original(namespace, ids)
+
+    monkeypatch.setattr(backend, "session_neighbours", spy)
+    _recall(mem)
+    in_session = {e.id for e in mem.episodes(user_id="u") if e.session_id is not None}
+    assert asked and set(asked[0]) <= in_session
+    outside = Memory(embedder="hashing", policy=Policy(neighbour_share=0.2))
+    for i, (_, text) in enumerate(TURNS):
+        outside.retain(text, user_id="u", timestamp=T0 + timedelta(days=i))
+    monkeypatch.setattr(outside._backend, "session_neighbours", spy)
+    asked.clear()
+    assert _recall(outside)
+    assert asked == []

@@ -221,11 +221,14 @@ class Recall:
         request often sit in a neighbour of the turn that answers it: "Yes, last weekend!"
         replies to "Did you go to the lake?"."""
         share = self._policy.neighbour_share
-        if len(found) < 2 or share == 0.0:
+        in_session = [r.episode.id for r in found if r.episode.session_id is not None]
+        if len(found) < 2 or share == 0.0 or not in_session:  # a turn told outside a session has none
             return found
         score: dict[int | None, float] = {r.episode.id: r.scored.score for r in found}
+        near = dict(zip(in_session, self._backend.session_neighbours(namespace, in_session), strict=True))
         out = []
-        for r, (prev, nxt) in zip(found, self._backend.session_neighbours(namespace, [r.episode.id for r in found])):
+        for r in found:
+            prev, nxt = near.get(r.episode.id, (None, None))
             add = share * max(score.get(prev, 0.0), score.get(nxt, 0.0))
             if add > 0.0:
                 explained = {**r.scored.explain, "context": round(add, 6)}
