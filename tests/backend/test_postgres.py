@@ -530,3 +530,23 @@ def test_the_duplicate_check_finds_what_a_scan_of_every_stored_episode_finds(
             expected[e.id] = hit
     b.close()
     assert len(expected) >= half and got == expected
+
+
+@pytest.mark.parametrize("k", [10, 40, 200])
+def test_a_walk_of_the_vector_graph_looks_for_the_window_of_the_hits_asked(k: int) -> None:
+    """A search asks its statement for twice its hits (`k`); an exact scan compares every row of the
+    filter anyway and keeps the window of that, while a filtered HNSW walk, whose cost grows with
+    what it must find, keeps the window of the hits asked: max(50, 5 * k / 2)."""
+    import re
+
+    from trimem._backend.postgres.search import _statement, window
+
+    def vector_limit(exact: bool) -> int:
+        text = _statement("s", "episodes", k, use_bm25=True, use_vector=True, time_range=False, session=False,
+                          exact=exact)  # fmt: skip
+        found = re.search(r"vec AS \(.*? LIMIT (\d+)\)", text)
+        assert found is not None
+        return int(found.group(1))
+
+    assert vector_limit(exact=True) == window(k) == max(50, 5 * k)
+    assert vector_limit(exact=False) == window(k // 2) == max(50, 5 * k // 2)

@@ -185,13 +185,14 @@ def _statement(
         ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
     if use_vector:
         # exact: every row the filter keeps is compared (the added zero keeps the planner off the
-        # HNSW index); else the graph is walked with the filter inside the walk
+        # HNSW index); else the graph is walked with the filter inside the walk, for the window of
+        # the hits asked (`k` is twice that): a filtered walk's cost grows with what it must find
         order = sql.SQL("(r.embedding <=> %(v)s) + 0" if exact else "r.embedding <=> %(v)s")
         ctes.append(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
                 "WHERE {where} AND r.embedding IS NOT NULL ORDER BY {order} LIMIT {window})"
-            ).format(s=s, t=table, where=where_r, order=order, window=limit)
+            ).format(s=s, t=table, where=where_r, order=order, window=limit if exact else sql.Literal(window(k // 2)))
         )
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
