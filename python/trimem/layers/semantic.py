@@ -65,28 +65,35 @@ def _sources(source: Iterable[int]) -> list[int]:
     return out
 
 
+def _with_leg(
+    found: builtins.list[tuple[Fact, Scored]], gains: Sequence[float], leg: str
+) -> builtins.list[tuple[Fact, Scored]]:
+    """`found` with each fact's gain from one more fused leg added to its score (and named in its
+    explanation), ordered again: the weak stay weak and after the confident."""
+    out = list(found)
+    for i, gain in enumerate(gains):
+        if gain:
+            fact, scored = found[i]
+            explain = {**scored.explain, leg: round(gain, 6)}
+            out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
+    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
+    return out
+
+
 def _by_facets(
     found: builtins.list[tuple[Fact, Scored]], wanted: frozenset[str], rrf_k: float
 ) -> builtins.list[tuple[Fact, Scored]]:
     """`found` with a facet leg fused in: for each of the request's facets a fact touches, it
     gains ``FACET_WEIGHT / (rrf_k + 1)`` times that facet's rarity among the found facts against
-    one that fact alone touches (a facet most of a profile touches tells little). The weak stay
-    weak and after the confident."""
+    one that fact alone touches (a facet most of a profile touches tells little)."""
     touched = [wanted & facets(fact_text(f.key, f.value)) for f, _ in found]
     n = len(found)
     # a facet's rarity is positive (at most n of the n found touch it); the most a facet weighs
     # is the rarity of one that a single fact touches
     rarity = {name: math.log((n + 1) / (0.5 + sum(name in t for t in touched))) for name in wanted}
     most = math.log((n + 1) / 1.5)
-    out = list(found)
-    for i, names in enumerate(touched):
-        if names:
-            gain = FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most
-            fact, scored = found[i]
-            explain = {**scored.explain, "facets": round(gain, 6)}
-            out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
-    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
-    return out
+    gains = [FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most for names in touched]
+    return _with_leg(found, gains, "facets")
 
 
 def _by_agreement(
@@ -95,17 +102,9 @@ def _by_agreement(
     """`found` with an agreement leg fused in: a fact or note whose source (the user's words it was
     read from) ranks ``r``-th among the episodes found for the same request gains
     ``AGREEMENT_WEIGHT / (rrf_k + 1 + r)``; a keyed fact's words say more than its value ("my
-    German is B2-ish, dreadful on the phone with the Finanzamt"). The weak stay weak and after
-    the confident."""
-    out = list(found)
-    for i, (fact, scored) in enumerate(found):
-        r = min((ranks[s] for s in fact.source if s in ranks), default=None)
-        if r is not None:
-            gain = AGREEMENT_WEIGHT / (rrf_k + 1 + r)
-            explain = {**scored.explain, "agreement": round(gain, 6)}
-            out[i] = (fact, msgspec.structs.replace(scored, score=scored.score + gain, explain=explain))
-    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
-    return out
+    German is B2-ish, dreadful on the phone with the Finanzamt")."""
+    best = [min((ranks[s] for s in fact.source if s in ranks), default=None) for fact, _ in found]
+    return _with_leg(found, [0.0 if r is None else AGREEMENT_WEIGHT / (rrf_k + 1 + r) for r in best], "agreement")
 
 
 @instrument
@@ -283,8 +282,8 @@ class Facts(IndexedLayer):
         ranks the facts touching them (:mod:`trimem.text.facets`); `episode_ranks`, when given,
         is called once for the rank of each episode in a search of the episodes for the same
         request, and adds a leg that ranks a fact by where its source words rank there. These legs
-        reorder, never make a match confident. A newer note telling news comes before the older fact nearest to it in
-        meaning (:meth:`_newer_first`).
+        reorder, never make a match confident. A newer note telling news comes before the older
+        fact nearest to it in meaning (:meth:`_newer_first`).
 
         >>> from trimem import Memory
         >>> mem = Memory(embedder=None)
