@@ -198,8 +198,8 @@ _EN_NAMED: Final = re.compile(
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
 _ZH_ADVICE: Final = re.compile(r"比较|最好|合适|好呢|怎么|如何|应该|该|推荐|建议|划算")
-# Of the asker's own life, or recalling what they told: "my", "we", "again", "来着".
-_EN_OWN: Final = re.compile(r"\b(?:i|i'm|i've|my|me|mine|we|we're|our|us|again)\b|\bi’", re.I)
+# Recalling what was told: "again", "来着" (the asker's own life is _EN_PERSON's, or 我/俺/咱).
+_EN_AGAIN: Final = re.compile(r"\bagain\b", re.I)
 _ZH_OWN: Final = re.compile(r"我|俺|咱|来着")
 _ZH_FACT_QUESTION: Final = re.compile(
     r"来着|什么|(?:是|叫|在|用)(?:啥|谁)|啥时候|哪[天年家个里儿位所款]|几[号点岁级年]|多少"
@@ -268,10 +268,11 @@ def _hypothetical(body: str) -> bool:
     return not head or _EN_CONDITIONAL_MOOD.search(head) is not None or not _en_note(head)
 
 
-# Words that steer a chat rather than name what it is about ("Anyway.", "Big news.").
+# Words that steer a chat rather than name what it is about ("Anyway.", "Big news."), beside
+# the filler words of cues.FILLER.
 _DISCOURSE: Final = frozenset(
-    "anyway anyhow btw fyi also so well honestly right yeah yep yes no nope lol haha ugh wow oh sigh sorry ps "
-    "update news big good bad great quick random".split()
+    "anyway anyhow btw fyi also so well honestly lol haha ugh wow oh sigh sorry ps update news big good bad "
+    "quick random".split()
 )
 
 
@@ -285,7 +286,7 @@ def _topic(text: str) -> bool:
         and not has_han(text)
         and FILLER.fullmatch(text.casefold().strip(" .!~")) is None
         and GREETING.match(text.casefold()) is None
-        and all(w.casefold() not in NOT_SUBJECT and w.casefold() not in _DISCOURSE for w in words)
+        and not any(w in NOT_SUBJECT or w in _DISCOURSE or FILLER.fullmatch(w) for w in map(str.casefold, words))
     )
 
 
@@ -396,6 +397,7 @@ def is_request(text: str) -> bool:
     return bool(said) and all(_asks(s) for s in said)
 
 
+@functools.lru_cache(maxsize=1024)  # asked by each search of one recall of the same request
 def asks_for_fact(text: str) -> bool:
     """Whether `text` asks for a piece of information of the asker's own life — a date, a name, a
     number, which one — as a question recalling what they told does ("when's Linda's birthday
@@ -418,7 +420,11 @@ def asks_for_fact(text: str) -> bool:
             asks = _ZH_REQUEST.search(core) is None and _ZH_FACT_QUESTION.search(_ZH_NOT_ASKING.sub("", core))
             if asks and _ZH_OWN.search(core) and not _ZH_ADVICE.search(core):
                 return True
-        elif _EN_FACT_QUESTION.match(body) and _EN_OWN.search(body) and not _EN_ADVICE.search(body):
+        elif (
+            _EN_FACT_QUESTION.match(body)
+            and (_EN_PERSON.search(body) or _EN_AGAIN.search(body))
+            and not _EN_ADVICE.search(body)
+        ):
             return True
     return False
 
