@@ -536,17 +536,30 @@ def test_the_duplicate_check_finds_what_a_scan_of_every_stored_episode_finds(
 def test_a_walk_of_the_vector_graph_looks_for_the_window_of_the_hits_asked(k: int) -> None:
     """A search asks its statement for twice its hits (`k`); an exact scan compares every row of the
     filter anyway and keeps the window of that, while a filtered HNSW walk, whose cost grows with
-    what it must find, keeps the window of the hits asked: max(50, 5 * k / 2)."""
+    what it must find, keeps the window it is given."""
     import re
 
     from trimem._backend.postgres.search import _statement, window
 
     def vector_limit(exact: bool) -> int:
         text = _statement("s", "episodes", k, use_bm25=True, use_vector=True, time_range=False, session=False,
-                          exact=exact)  # fmt: skip
+                          exact=exact, walk=window(k // 2))  # fmt: skip
         found = re.search(r"vec AS \(.*? LIMIT (\d+)\)", text)
         assert found is not None
         return int(found.group(1))
 
     assert vector_limit(exact=True) == window(k) == max(50, 5 * k)
     assert vector_limit(exact=False) == window(k // 2) == max(50, 5 * k // 2)
+
+
+@pytest.mark.parametrize(("k", "depth", "walk"), [(10, None, 50), (20, None, 100), (20, 10, 50), (40, 20, 100),
+                                                  (200, 100, 500), (20, 30, 100)])  # fmt: skip
+def test_a_pool_wider_than_the_hits_shown_widens_the_fusion_not_the_walk(k: int, depth: int | None, walk: int) -> None:
+    """Recall asks for a pool of turns (twice those it shows, at least 20) to weigh with their
+    neighbours: the HNSW walk looks for the window of the hits shown, max(50, 5 * depth), never
+    more than the window of `k`."""
+    from trimem._backend import Query
+    from trimem._backend.postgres.search import walk_window
+
+    q = Query(text="x", vector=None, namespace="n", k=k, depth=depth, floors=FLOORS, now=0)
+    assert walk_window(q) == walk

@@ -133,6 +133,9 @@ class Query(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     k: int
     floors: Floors
+    # the hits the request goes on with, where `k` is a wider pool that the layer above re-orders
+    # (None: `k`): a backend sizes its approximate candidate walks for these, not for the pool
+    depth: int | None = None
     now: int  # µs: the time decay is measured from
     time_range: tuple[int, int] | None = None  # [lo, hi) µs
     session: str | None = None

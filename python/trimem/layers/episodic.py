@@ -281,9 +281,11 @@ class EpisodicMemory(IndexedLayer):
         now: TimeLike | None = None,
         touch: bool = False,
         request: str | None = None,
+        depth: int | None = None,
     ) -> builtins.list[RecalledEpisode]:
         """Hybrid search over one user's episodes (see :meth:`trimem.Memory.search`); `request`
-        is the request as asked when `query` is a reading of it (it sets the floors)."""
+        is the request as asked when `query` is a reading of it (it sets the floors); `depth`, the
+        hits of the `k` the caller goes on with when it re-orders a wider pool."""
         ns = episode_namespace(agent_id, user_id)
         if session_id is not None:
             check_id("session_id", session_id)
@@ -305,6 +307,7 @@ class EpisodicMemory(IndexedLayer):
                 vector=vector,
                 namespace=ns,
                 k=k,
+                depth=depth,
                 floors=self._embed.floors(self.floors, query, request=request),
                 vector_weight=self._embed.vector_weight(query),
                 now=at,

@@ -146,7 +146,8 @@ class Recall:
         depth = k * rerank_depth if rerank is not None else k
         # twice the turns asked (at least NEIGHBOUR_POOL) are weighed with their neighbours
         found = functools.partial(self._episodic.search, text, user_id=user_id, agent_id=agent_id,
-                                  k=max(2 * depth, NEIGHBOUR_POOL), session_id=session_id if same_session else None,
+                                  k=max(2 * depth, NEIGHBOUR_POOL), depth=depth,
+                                  session_id=session_id if same_session else None,
                                   vector=vector, now=at, request=query)  # fmt: skip
 
         alone = self._embed.floors(self._episodic.floors, query).cosine_alone

@@ -32,6 +32,7 @@ __all__ = [
     "neighbours_statement",
     "span_statement",
     "vector_leg",
+    "walk_window",
     "window",
 ]
 
@@ -56,6 +57,12 @@ def _csv(values: Iterable[int]) -> str:
 def window(k: int) -> int:
     """Candidates each leg contributes to the fusion (the engine's default window)."""
     return max(50, 5 * k)
+
+
+def walk_window(q: Query) -> int:
+    """Candidates a filtered HNSW walk looks for: the window of the hits the request goes on with
+    (a pool wider than those, re-ordered above the backend, widens the fusion, not the walk)."""
+    return window(q.k if q.depth is None else min(q.depth, q.k))
 
 
 def _filters(alias: str, *, time_range: bool, session: bool) -> sql.Composable:
@@ -109,6 +116,7 @@ def hybrid_statement(
     text = _statement(
         schema, collection, 2 * q.k, use_bm25=use_bm25, use_vector=use_vector,
         time_range=q.time_range is not None, session=q.session is not None, exact=exact and use_vector,
+        walk=walk_window(q),
     )  # fmt: skip
     return text, params
 
@@ -140,6 +148,7 @@ def _statement(
     time_range: bool,
     session: bool,
     exact: bool,
+    walk: int,
 ) -> str:
     """The statement's text for one shape of request: composed once, so a search pays neither
     the composition nor psycopg's conversion of a new text (it caches the conversion by text)."""
@@ -185,14 +194,15 @@ def _statement(
         ctes.append(sql.SQL("bmr AS (SELECT id, score, rank() OVER (ORDER BY score DESC) AS rk FROM bm)"))
     if use_vector:
         # exact: every row the filter keeps is compared (the added zero keeps the planner off the
-        # HNSW index); else the graph is walked with the filter inside the walk, for the window of
-        # the hits asked (`k` is twice that): a filtered walk's cost grows with what it must find
+        # HNSW index); else the graph is walked with the filter inside the walk, for the `walk`
+        # window of the hits the request goes on with (`k` is twice a pool of at least those): a
+        # filtered walk's cost grows with what it must find
         order = sql.SQL("(r.embedding <=> %(v)s) + 0" if exact else "r.embedding <=> %(v)s")
         ctes.append(
             sql.SQL(
                 "vec AS (SELECT r.id, (1 - (r.embedding <=> %(v)s))::float8 AS cos FROM {s}.{t} r "
                 "WHERE {where} AND r.embedding IS NOT NULL ORDER BY {order} LIMIT {window})"
-            ).format(s=s, t=table, where=where_r, order=order, window=limit if exact else sql.Literal(window(k // 2)))
+            ).format(s=s, t=table, where=where_r, order=order, window=limit if exact else sql.Literal(walk))
         )
         ctes.append(
             sql.SQL("vr AS (SELECT id, cos, rank() OVER (ORDER BY cos DESC) AS rk FROM vec WHERE cos >= %(min_cos)s)")
