@@ -11,6 +11,8 @@ the event loop while memory works:
 * loop stall: a task sleeping 1 ms in a loop records how late each wake-up is: with nothing
   else running (the machine's own noise), while ``--rounds`` rounds of 8 recalls at once run, and
   while ``retain_many`` of 10,000 episodes and 8 recalls run together; the longest lateness.
+  Beside them, the floor CPython sets for any library whose worker threads run Python: the same
+  lateness while one, then two, threads run a plain Python loop (no trimem in them).
 """
 
 import argparse
@@ -82,6 +84,18 @@ async def watched(label: str, work: Callable[[], Awaitable[object]]) -> None:
           f"| {statistics.median(late) * 1e3:.2f} |")  # fmt: skip
 
 
+def python_loops(n: int, seconds: float) -> Callable[[], Awaitable[object]]:
+    """Work for :func:`watched`: `n` threads running a plain Python loop for `seconds`."""
+
+    def spin() -> None:
+        end, x = time.perf_counter() + seconds, 0
+        while time.perf_counter() < end:
+            for i in range(1_000):
+                x += i
+
+    return lambda: asyncio.gather(*(asyncio.to_thread(spin) for _ in range(n)))
+
+
 async def stall() -> None:
     mem = AsyncMemory(embedder=MiniLMEmbedder(threads=1))
     await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
@@ -97,6 +111,8 @@ async def stall() -> None:
 
     items = [{"text": t, "user_id": "u2"} for t in corpus[args.n : args.n + 10_000]]
     await watched("nothing (the machine's own noise)", lambda: asyncio.sleep(1.0))
+    await watched("control: 1 thread running a Python loop (no trimem)", python_loops(1, 2.0))
+    await watched("control: 2 threads running a Python loop (no trimem)", python_loops(2, 2.0))
     await watched(f"8 recalls at once, {args.rounds} rounds", rounds)
     await watched("retain_many(10,000) + 8 recalls",
                   lambda: asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8])))  # fmt: skip
