@@ -247,6 +247,14 @@ def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it(
     mem.facts.set("note_quit", "I TA BME101, 10 hrs a week", user_id="u", at=now - timedelta(days=20))
     order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
     assert order.index("note_barista") < order.index("note_quit")
+    # a later note nearer to the news is not what the news stands for: the older one still is
+    later = "I TA in the Hatch building on Tuesdays"
+    mem = Memory(embedder=_Meanings({**table, later: [0.3, 1.0, 0.0, 0.0]}))
+    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
+    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
+    mem.facts.set("note_hatch", later, user_id="u", at=now - timedelta(days=5))
+    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    assert order.index("note_quit") < order.index("note_barista")
 
 
 @pytest.mark.parametrize("overlap", [False, True])

@@ -317,8 +317,8 @@ class Facts(IndexedLayer):
         self, found: builtins.list[tuple[Fact, Scored]], agent_id: str, user_id: str
     ) -> builtins.list[tuple[Fact, Scored]]:
         """`found`, where a newer note that tells of a change or of something new ("quit the café
-        job, I'm TAing now"), has replaced nothing, and is ranked under the fact nearest to it in
-        meaning (an older one, not unrelated by the embedder's floor) moves up to just before it,
+        job, I'm TAing now"), has replaced nothing, and is ranked under the older fact nearest to
+        it in meaning (not unrelated by the embedder's floor) moves up to just before it,
         as confident as it: reflect links the two only when sure, and when it was not, the
         request still gets the newer first."""
         # a note that already replaced an earlier one was linked to its subject by reflect
@@ -336,9 +336,12 @@ class Facts(IndexedLayer):
             if v is None:
                 continue
             at = next(i for i, (f, _) in enumerate(out) if f.key == key)
-            near = {i: float(vectors[f.key] @ v) for i, (f, _) in enumerate(out) if i != at and f.key in vectors}
-            to = max(near, key=near.__getitem__, default=-1)  # the nearest of the others
-            if 0 <= to < at and near[to] >= self.unrelated_cosine and out[to][0].updated_at < out[at][0].updated_at:
+            when = out[at][0].updated_at
+            # what it may stand for was said before it: a later note is no candidate
+            near = {i: float(vectors[f.key] @ v) for i, (f, _) in enumerate(out)
+                    if i != at and f.key in vectors and f.updated_at < when}  # fmt: skip
+            to = max(near, key=near.__getitem__, default=-1)  # the nearest of the older ones
+            if 0 <= to < at and near[to] >= self.unrelated_cosine:
                 fact, scored = out.pop(at)
                 out.insert(to, (fact, msgspec.structs.replace(scored, weak=out[to][1].weak)))
         return out
