@@ -1,7 +1,7 @@
 """AsyncMemory, same run: eight recalls at once against eight in turn, and the longest stall of
 the event loop while memory works:
 
-    python benches/async_perf.py [--n 2000] [--rounds 15]
+    python benches/async_perf.py [--n 2000] [--rounds 15] [--switch-interval SECONDS]
 
 * throughput: a memory holding ``--n`` episodes of one user; each round recalls 8 requests
   one after another (awaiting each) and then all 8 at once (``asyncio.gather``), order
@@ -12,12 +12,18 @@ the event loop while memory works:
   else running (the machine's own noise), while ``--rounds`` rounds of 8 recalls at once run, and
   while ``retain_many`` of 10,000 episodes and 8 recalls run together; the longest lateness.
   Beside them, the floor CPython sets for any library whose worker threads run Python: the same
-  lateness while one, then two, threads run a plain Python loop (no trimem in them).
+  lateness while one, then two, threads run a plain Python loop (no trimem in them), and the floor
+  the cores set: two, then three, threads hashing with the GIL released (the loop then waits for a
+  core, not for the GIL).
+  ``--switch-interval`` sets CPython's (``sys.setswitchinterval``; an application's choice, 5 ms
+  by default) for the whole run.
 """
 
 import argparse
 import asyncio
+import hashlib
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable
@@ -30,7 +36,11 @@ warnings.simplefilter("ignore")
 ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, default=2_000)
 ap.add_argument("--rounds", type=int, default=15)
+ap.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for the run (default: CPython's)")
 args = ap.parse_args()
+if args.switch_interval is not None:
+    sys.setswitchinterval(args.switch_interval)
+print(f"switch interval: {sys.getswitchinterval() * 1e3:g} ms\n")
 corpus, questions = texts(args.n + 10_000), query_texts(8 * args.rounds)
 
 
@@ -96,6 +106,18 @@ def python_loops(n: int, seconds: float) -> Callable[[], Awaitable[object]]:
     return lambda: asyncio.gather(*(asyncio.to_thread(spin) for _ in range(n)))
 
 
+def gil_free_loops(n: int, seconds: float) -> Callable[[], Awaitable[object]]:
+    """Work for :func:`watched`: `n` threads hashing 8 MB buffers (the GIL released) for `seconds`."""
+    buffer = bytes(8 << 20)
+
+    def spin() -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            hashlib.sha256(buffer).digest()
+
+    return lambda: asyncio.gather(*(asyncio.to_thread(spin) for _ in range(n)))
+
+
 async def stall() -> None:
     mem = AsyncMemory(embedder=MiniLMEmbedder(threads=1))
     await mem.retain_many([{"text": t, "user_id": "u1"} for t in corpus[: args.n]])
@@ -113,6 +135,8 @@ async def stall() -> None:
     await watched("nothing (the machine's own noise)", lambda: asyncio.sleep(1.0))
     await watched("control: 1 thread running a Python loop (no trimem)", python_loops(1, 2.0))
     await watched("control: 2 threads running a Python loop (no trimem)", python_loops(2, 2.0))
+    await watched("control: 2 threads hashing, GIL released (no trimem)", gil_free_loops(2, 2.0))
+    await watched("control: 3 threads hashing, GIL released (no trimem)", gil_free_loops(3, 2.0))
     await watched(f"8 recalls at once, {args.rounds} rounds", rounds)
     await watched("retain_many(10,000) + 8 recalls",
                   lambda: asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8])))  # fmt: skip

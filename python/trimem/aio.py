@@ -16,6 +16,12 @@ Cancelling a call never leaves half a batch written: a write runs to its end on 
 started (every batch is one atomic write), and one cancelled before it starts writes nothing.
 Layers are there too: ``await mem.facts.get(...)``, ``await mem.knowledge.search(...)``,
 ``await mem.items.put(...)``.
+
+The loop still needs the GIL to wake, and a call's Python parts (reading the request, building
+a batch's records) hold it: while a worker runs Python, CPython makes the loop wait up to its
+switch interval (5 ms by default) for each such worker. A server that needs the loop's waits
+shorter sets a smaller one, ``sys.setswitchinterval(0.0005)``: a process-wide choice, so trimem
+leaves it to the application (``benches/async_perf.py --switch-interval`` measures both).
 """
 
 from __future__ import annotations
