@@ -94,28 +94,28 @@ async def watched(label: str, work: Callable[[], Awaitable[object]]) -> None:
           f"| {statistics.median(late) * 1e3:.2f} |")  # fmt: skip
 
 
-def python_loops(n: int, seconds: float) -> Callable[[], Awaitable[object]]:
-    """Work for :func:`watched`: `n` threads running a plain Python loop for `seconds`."""
-
-    def spin() -> None:
-        end, x = time.perf_counter() + seconds, 0
-        while time.perf_counter() < end:
-            for i in range(1_000):
-                x += i
-
-    return lambda: asyncio.gather(*(asyncio.to_thread(spin) for _ in range(n)))
-
-
-def gil_free_loops(n: int, seconds: float) -> Callable[[], Awaitable[object]]:
-    """Work for :func:`watched`: `n` threads hashing 8 MB buffers (the GIL released) for `seconds`."""
-    buffer = bytes(8 << 20)
+def threads_repeating(n: int, seconds: float, step: Callable[[], object]) -> Callable[[], Awaitable[object]]:
+    """Work for :func:`watched`: `n` threads calling `step` over and over for `seconds`."""
 
     def spin() -> None:
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
-            hashlib.sha256(buffer).digest()
+            step()
 
     return lambda: asyncio.gather(*(asyncio.to_thread(spin) for _ in range(n)))
+
+
+def python_loop() -> None:  # holds the GIL throughout
+    x = 0
+    for i in range(1_000):
+        x += i
+
+
+_BUFFER = bytes(8 << 20)
+
+
+def hashing() -> None:  # the GIL released while it hashes
+    hashlib.sha256(_BUFFER).digest()
 
 
 async def stall() -> None:
@@ -133,10 +133,10 @@ async def stall() -> None:
 
     items = [{"text": t, "user_id": "u2"} for t in corpus[args.n : args.n + 10_000]]
     await watched("nothing (the machine's own noise)", lambda: asyncio.sleep(1.0))
-    await watched("control: 1 thread running a Python loop (no trimem)", python_loops(1, 2.0))
-    await watched("control: 2 threads running a Python loop (no trimem)", python_loops(2, 2.0))
-    await watched("control: 2 threads hashing, GIL released (no trimem)", gil_free_loops(2, 2.0))
-    await watched("control: 3 threads hashing, GIL released (no trimem)", gil_free_loops(3, 2.0))
+    await watched("control: 1 thread running a Python loop (no trimem)", threads_repeating(1, 2.0, python_loop))
+    await watched("control: 2 threads running a Python loop (no trimem)", threads_repeating(2, 2.0, python_loop))
+    await watched("control: 2 threads hashing, GIL released (no trimem)", threads_repeating(2, 2.0, hashing))
+    await watched("control: 3 threads hashing, GIL released (no trimem)", threads_repeating(3, 2.0, hashing))
     await watched(f"8 recalls at once, {args.rounds} rounds", rounds)
     await watched("retain_many(10,000) + 8 recalls",
                   lambda: asyncio.gather(mem.retain_many(items), *(mem.recall(q, user_id="u1") for q in questions[:8])))  # fmt: skip
