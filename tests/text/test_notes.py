@@ -260,3 +260,47 @@ def test_news_is_a_change_or_someone_new(text: str, news: bool) -> None:
 )
 def test_a_question_for_a_fact_is_told_from_a_task_or_advice(text: str, asks: bool) -> None:
     assert asks_for_fact(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # a request or question that tells something of the user in passing keeps only that
+        ("my daughter Isla just turned 4 and she is OBSESSED with dinosaurs, any picture book recs?",
+         "my daughter Isla just turned 4 and she is OBSESSED with dinosaurs"),
+        ("the car's a 2017 Skoda Octavia estate - is it worth getting the cambelt done?",
+         "the car's a 2017 Skoda Octavia estate"),
+        ("what should I cook tonight, I'm vegetarian", "I'm vegetarian"),
+        ("帮我推荐个晚饭吧，我吃素哈，蛋奶可以，别给我整肉", "我吃素哈,蛋奶可以"),
+        ("我领导老陈特别烦长邮件，超过五行他就不看了，帮我把下面这段压一压", "我领导老陈特别烦长邮件,超过五行他就不看了"),
+    ],
+)  # fmt: skip
+def test_a_request_keeps_what_it_tells_of_the_user_in_passing(text: str, told: str) -> None:
+    assert [n.text for n in read_notes(text)] == [told]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what only points back at the request, or tells of the moment
+        "how do I get a red wine stain out of a cream carpet, asking for a friend (me)",
+        "How do I send a photo on WhatsApp, Cian showed me but I forgot",
+        "what's a good gift for a conductor at the end of a project, not flowers",
+        "How do I get a new medical card, mine's out of date",
+        "thanks, I'm off to cook dinner now",
+        "帮我写个请假条，家里有事",
+        "帮我算一下班上平均分，我把分数发你",
+        # said about the chat or to the assistant, not about the user
+        "多谢你啊，你比我外孙还有耐心",
+        "哎呀你讲得太快了，我没看明白",
+        "好啦，我去煮饭了",
+        "讲个故事给我听听，哄小朋友睡觉的那种",
+    ],
+)
+def test_small_talk_and_what_a_request_says_of_itself_are_no_notes(text: str) -> None:
+    assert read_notes(text) == []
+
+
+def test_a_named_persons_age_carries_on_a_note() -> None:
+    (note,) = read_notes("my boys are with me every other week. Eli's 16, Noah's 14. the fridge is empty")
+    assert note.text == "my boys are with me every other week. Eli's 16, Noah's 14."

@@ -64,7 +64,7 @@ _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we'
 # private", "the managing partner is Deborah Voss".
 _EN_WORLD: Final = re.compile(
     r"\b(?:at\s+(?:work|the\s+office|home)|[Tt]he\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
-    r"lab|store|restaurant|repo|kids|family|landlord|boss)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
+    r"lab|store|restaurant|repo|kids|family|landlord|boss|car|van|truck|dog|cat)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
     # the user's people, body and things, told without "my": "Sister lives in Perth", "Kid's school is …"
     r"|(?i:^(?:mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
     r"daughter|grandma|grandpa|boss|landlord|bank|gym|doctor|dentist|accountant|cat|dog|back|knee|knees)(?:'s)?\b)"
@@ -148,7 +148,7 @@ _EN_PRESENT: Final = re.compile(
 )
 _PAST_VERB: Final = (
     r"(?:was|were|had|did|went|came|got|made|took|saw|met|said|told|found|left|bought|ate|caught|ran|"
-    r"spent|sent|thought|felt|heard|lost|won|wrote|gave|[a-z]{2,}ed)"
+    r"spent|sent|thought|felt|heard|lost|won|wrote|gave|forgot|[a-z]{2,}ed)"
 )
 # a past-tense verb that opens the sentence or follows its subject ("Had a call", "we went")
 _EN_PAST: Final = re.compile(
@@ -181,6 +181,17 @@ _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
     r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
+    # an errand opened by its verb ("讲个故事给我听听", "推荐几首歌") or told to be done for the asker
+    r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们))"
+    r"|给我(?:讲|说|听|看|写|发|推荐|列|找|整|来|介绍|解释|翻译|算|查)"
+)
+# What is said to the assistant about the chat itself, not about the user: thanks, a sign-off,
+# a remark addressed to "你" ("你讲得太快了"), not following ("没看明白"), leaving ("我去煮饭了").
+_ZH_SOCIAL: Final = re.compile(
+    r"^(?:哎呀|哎|唉|哈+|嗯+|啊|哦+|噢|好啦|好吧|好的|好了|行吧|行)?(?:你|您)(?!们)"
+    r"|^(?:谢谢|多谢|感谢|辛苦|麻烦你)|^(?:好啦|好了|好的|行吧|拜拜|晚安)$"
+    r"|看明白|看懂|听懂|听明白|搞明白|没明白|没懂"
+    r"|^(?:那|好)?我(?:先|要|得)?去(?!年)[\u4e00-\u9fff]{1,4}(?:了|啦|咯)$"
 )
 # A question for a piece of information ("when's Linda's birthday?", "what grade is Emma in?",
 # "how many acres do we farm?"), not for advice ("what should I cook?", "how do I get there?").
@@ -192,8 +203,8 @@ _EN_FACT_QUESTION: Final = re.compile(
 )
 # Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
 _EN_NAMED: Final = re.compile(
-    r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
-    r"speaks|teaches|runs|owns|drives)\b"
+    r"([A-Z][a-z]+)(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
+    r"speaks|teaches|runs|owns|drives)\b|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:)))"  # "Eli's 16": an age
 )
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
@@ -244,8 +255,12 @@ def _en_note(body: str) -> bool:
     return lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
 
 
+_ZH_CLAUSE: Final = re.compile(r"[,;]")
+_EN_CLAUSE: Final = re.compile(r"\s*[,;]\s*|\s+[-–—]+\s+")
+
+
 def _zh_note(body: str) -> bool:
-    core = _ZH_SPACE.sub("", body)
+    core = "".join(c for c in _ZH_CLAUSE.split(_ZH_SPACE.sub("", body)) if c and not _ZH_SOCIAL.search(c))
     if len(core) < 4:  # a question or request never gets here (read_notes skips what asks)
         return False
     # "了" marks a change of state as often as a past event: only a word for the moment decides,
@@ -312,6 +327,9 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
                 body = body[aside.end() :]
                 s = Sentence(body, s.text, s.question)
         if _asks(s) or is_polite(body) or _hypothetical(body):
+            told = _told_in_passing(s)
+            if told is not None:
+                kept.append(told)
             before = None
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
@@ -328,6 +346,60 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         return []
     joined = " ".join(kept) if not has_han(kept[0]) else "".join(kept)
     return [Note(joined, states_change(joined), language(joined))]
+
+
+# A statement told in passing inside a request opens with its subject, the user or theirs ("I'm
+# vegetarian", "my daughter just turned 4", "the car's a 2017 Octavia", "can't sleep on my right
+# side"), not with what only points back at the request ("a pal of mine has it", "not flowers").
+_EN_OWN_OPENING: Final = re.compile(
+    r"(?:i|i'm|i’m|i've|i’ve|im|ive|my|we|we're|we’re|we've|we’ve|our|can't|can’t|cannot|don't|don’t)\b"
+    r"|the\s+(?:car|van|truck|house|flat|apartment|dog|cat|kids|office|team|firm|company|shop|practice)\b",
+    re.I,
+)
+_EN_PAST_ANY: Final = re.compile(rf"\b{_PAST_VERB}\b", re.I)
+_ZH_OWN_PERSON: Final = re.compile(r"我|俺|咱")
+
+
+def _passing_note(body: str, zh: bool) -> bool:
+    """Whether a clause of a sentence that asks is a statement about the user, told in passing:
+    in the first person and not to the assistant ("我把分数发你"); in English, opening with its
+    subject and not a story of the moment ("my grandson asked and I couldn't explain")."""
+    if zh:
+        return _ZH_OWN_PERSON.search(body) is not None and "你" not in body and _zh_note(body)
+    return (
+        _EN_OWN_OPENING.match(body) is not None
+        and _en_note(body)
+        and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
+    )
+
+
+def _told_in_passing(s: Sentence) -> str | None:
+    """What sentence `s`, which asks, tells of the user in passing ("my daughter just turned 4 and
+    she's obsessed with dinosaurs, any book recs?", "帮我推荐个晚饭吧，我吃素哈，蛋奶可以"): its
+    clauses that read as notes, each with the clauses that carry on from it up to one that asks;
+    None when it tells nothing. The request itself is never kept: a profile line must not read as
+    an instruction."""
+    text = s.text.strip()
+    zh = has_han(text)
+    if not zh and GREETING.match(text.casefold()):  # "thanks, I'm off to cook": small talk
+        return None
+    parts = [p.strip() for p in (_ZH_CLAUSE if zh else _EN_CLAUSE).split(text)]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return None
+    kept: list[str] = []
+    going = False
+    for i, part in enumerate(parts):
+        body = part.rstrip("?!.。~ ")
+        clause = Sentence(body, part, s.question and i == len(parts) - 1)
+        if not body or _asks(clause) or _hypothetical(body) or (zh and _ZH_SOCIAL.search(body)):
+            going = False
+        elif _passing_note(body, zh):
+            kept.append(body)
+            going = True
+        elif going:
+            kept.append(body)
+    return ("," if zh else ", ").join(kept) or None
 
 
 # Who said or decided it, before what was said: "领导说了，…", "主编让我们…", "My boss says …".
