@@ -77,6 +77,8 @@ from trimem.text.notes import (
         "Jess is allergic to shellfish, like hospital-visit allergic.",  # someone named, how they are
         "Omar works nights at the hospital.",
         "最近在戒咖啡。",  # what one is doing these days
+        "女儿在张江上班，做啥芯片的，忙得不得了",  # "做啥芯片的": some kind of chip work, no question
+        "我这份工作不咋样，但离家近",  # "不咋样": not much good
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -295,6 +297,9 @@ def test_a_request_keeps_what_it_tells_of_the_user_in_passing(text: str, told: s
         "哎呀你讲得太快了，我没看明白",
         "好啦，我去煮饭了",
         "讲个故事给我听听，哄小朋友睡觉的那种",
+        # colloquial questions: "啥" (what), "咋" (how)
+        "最近有啥好看的电影，周末想一个人去看",
+        "期中考试的成绩分析报告一般咋写",
     ],
 )
 def test_small_talk_and_what_a_request_says_of_itself_are_no_notes(text: str) -> None:

@@ -172,11 +172,15 @@ _EN_CONDITIONAL_MOOD: Final = re.compile(r"\b(?:would|could|might|i'd|we'd)\b|�
 # The arrival of someone or something new told as news of the moment ("new roommate moved in
 # this week, Jonah, he's from Halifax"): it holds from then on.
 _EN_NEW: Final = re.compile(r"\bnew\b", re.I)
-_ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|吗$|呢$")
+# ("咋", colloquial "how", asks; "不咋样" is "not much good")
+_ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$")
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.
-_ZH_QUESTION_WORD: Final = re.compile(r"什么|哪|几[点个天号]|多少|有没有")
-_ZH_NOT_ASKING: Final = re.compile(r"什么[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了])几[个位家]")
+_ZH_QUESTION_WORD: Final = re.compile(r"什么|啥|哪|几[点个天号]|多少|有没有")
+_ZH_NOT_ASKING: Final = re.compile(
+    r"(?:什么|啥)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了])几[个位家]"
+    r"|(?<=[做干搞])啥[^,，。;；]{1,4}的"  # "做啥芯片的": some kind of chip work
+)
 _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
