@@ -35,6 +35,13 @@ from trimem.text.facets import FACETS, facets
         ("We've a greyhound called Lady.", {"pets"}),
         ("I sing alto in a choir on Tuesdays.", {"arts"}),  # what one makes or plays for love
         ("晚会要出个节目，我能表演啥", {"arts"}),
+        # everyday names for one's own people and pets, and what one does for a living
+        ("my other half's birthday is next week", {"family"}),
+        ("a photo of our furball asleep in the sun", {"pets", "outdoors"}),
+        ("我家主子把花瓶推下来了", {"home", "pets"}),
+        ("write me a short bio for my linkedin", {"career"}),
+        ("I'm a paediatric nurse at Leeds General", {"career"}),
+        ("帮我改改简历", {"career"}),
     ],
 )
 def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:

@@ -68,13 +68,17 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "family": (
         "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
         "father|parents|baby|family|nephew|niece|sister|brother|sibling|grandma|grandmother|grandpa|"
-        "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night|gf|bf|hubby|missus|twins|grandkids|grandson|granddaughter|grandchildren|grandkid|stepson|stepdaughter|mother-in-law|father-in-law|wedding",
+        "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night|gf|bf|hubby|missus|twins|grandkids|grandson|granddaughter|grandchildren|grandkid|stepson|stepdaughter|mother-in-law|father-in-law|wedding|"
+        "other half|better half|little one|little ones|kiddo|kiddos|toddler|nursery|daycare|preschool|kindergarten|"
+        "school run|nanny|childminder|babysitter",
         "老婆|媳妇|老公|爱人|孩子|儿子|女儿|爸|妈|父母|家人|宝宝|女朋友|男朋友|对象|哥|姐|弟|妹|爷爷|奶奶|"
-        "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日|孙子|孙女|外孙|老伴|闺女|小囡|娃|婚礼",
+        "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日|孙子|孙女|外孙|老伴|闺女|小囡|娃|婚礼|"
+        "幼儿园|托班|保姆|阿姨带|接送|家长会|小家伙|崽",
     ),
     "pets": (
-        "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter|greyhound|terrier|retriever|labrador|collie|spaniel|chihuahua|chihuahuas|boxer|corgi|poodle|kitty|dog sitter|kennel",
-        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛|毛孩子|柯基|布偶|泰迪|金毛|哈士奇|柴犬|英短|橘猫|寄养",
+        "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter|greyhound|terrier|retriever|labrador|collie|spaniel|chihuahua|chihuahuas|boxer|corgi|poodle|kitty|dog sitter|kennel|"
+        "furball|fur baby|furbaby|pup|pupper|doggo|moggy|tabby|tomcat|rescue dog|rescue cat|litter|leash|lead",
+        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛|毛孩子|柯基|布偶|泰迪|金毛|哈士奇|柴犬|英短|橘猫|寄养|主子|喵|汪|猫砂|狗粮|猫粮",
     ),
     "people": (
         "boss|manager|colleague|colleagues|coworker|coworkers|team|client|clients|customer|customers|supplier|"
@@ -87,6 +91,16 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "clients|sell|selling|sells|trade|import|importer|export|exporter|wholesale|retail|supplier|suppliers|"
         "career|profession|job|occupation|self-employed|freelance|freelancer",
         "生意|店|店铺|开了家|卖|外贸|进口|出口|批发|零售|职业|行业|本行|自己干|个体|工作室|品牌|开发信",
+    ),
+    "career": (
+        "career|profession|job|jobs|role|position|occupation|promotion|promoted|employer|hired|full-time|"
+        "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|"
+        "cover letter|portfolio|interview|nurse|engineer|designer|developer|programmer|teacher|lecturer|"
+        "professor|accountant|lawyer|solicitor|surgeon|pharmacist|paramedic|architect|analyst|consultant|"
+        "chef|pilot|electrician|plumber|carpenter|mechanic|trucker|farmer|scientist|researcher|journalist|"
+        "librarian|therapist|dentist|intern|internship|sysadmin|receptionist|cashier|barista",
+        "职业|岗位|职位|入职|跳槽|升职|简历|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
+        "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机",
     ),
     "money": (
         "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
