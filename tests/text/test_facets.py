@@ -10,7 +10,7 @@ from trimem.text.facets import FACETS, facets
 @pytest.mark.parametrize(
     ("text", "wanted"),
     [
-        ("How should I get to the games expo in Seattle?", {"travel"}),
+        ("How should I get to the games expo in Seattle?", {"travel", "games"}),
         ("I can't drive, never got my licence.", {"travel"}),
         ("Most days I'm commuting by bike.", {"travel"}),  # an -ing ending
         ("Seasonal allergies wreck me every spring.", {"health"}),
@@ -30,7 +30,7 @@ from trimem.text.facets import FACETS, facets
         ("Type 2 diabetic, trying to keep my sugar down.", {"food", "health"}),
         ("我有慢性胃炎，冰的都不敢碰", {"food", "health"}),
         ("Been off cigarettes three weeks now.", {"health"}),
-        ("My gf is doing her masters abroad.", {"family"}),
+        ("My gf is doing her masters abroad.", {"family", "study"}),
         ("家里那只毛孩子没人管", {"home", "pets"}),
         ("We've a greyhound called Lady.", {"pets"}),
         ("I sing alto in a choir on Tuesdays.", {"arts"}),  # what one makes or plays for love
@@ -42,6 +42,12 @@ from trimem.text.facets import FACETS, facets
         ("write me a short bio for my linkedin", {"career"}),
         ("I'm a paediatric nurse at Leeds General", {"career"}),
         ("帮我改改简历", {"career"}),
+        # studies, games, holidays, devices and software, songs: what a request and a note share
+        ("帮我做一个到考试前的复习计划", {"study"}),
+        ("这周末有个漫展，帮我想想出啥 cos", {"games"}),
+        ("寒假快到了，帮我规划一下春节前后的安排", {"holiday"}),
+        ("我电脑上装的是WPS，Office那套用不惯", {"devices"}),
+        ("推荐几首日语歌", {"arts", "language"}),
     ],
 )
 def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:

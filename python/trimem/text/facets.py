@@ -11,7 +11,7 @@ index's search adds a leg that ranks the user's facts by the facets they share w
 (:meth:`trimem.layers.semantic.Facts.search`): it reorders, it never makes a match confident.
 
 >>> sorted(facets("How should I get to the games expo in Seattle?"))
-['travel']
+['games', 'travel']
 >>> sorted(facets("I can't drive, never got my licence.")), sorted(facets("我喜欢喝精酿，IPA 是我的最爱。"))
 (['travel'], ['drink'])
 >>> sorted(facets("晚上想点个火锅外卖")), facets("ok thanks"), sorted(facets("I live just off Commercial Drive"))
@@ -55,8 +55,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "home": (
         "home|house|flat|apartment|neighbourhood|neighborhood|nearby|near|local|locally|live|living|lives|"
-        "moved|move|address|rent|landlord|hometown|grew up|born|from",
-        "住|我家|家里|在家|回家|离家|到家|家门口|附近|小区|房子|租|搬|城市|地址|本地|老家|家乡|周边",
+        "moved|move|address|rent|landlord|hometown|grew up|born|from|stairs|staircase|elevator|bungalow|ground floor",
+        "住|我家|家里|在家|回家|离家|到家|家门口|附近|小区|房子|租|搬|城市|地址|本地|老家|家乡|周边|楼梯|电梯|几楼|楼层",
     ),
     "health": (
         "health|healthy|doctor|gp|allergy|allergic|allergies|pain|back|knee|knees|wrist|wrists|injury|injured|"
@@ -122,8 +122,33 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "arts": (
         "music|musician|instrument|band|choir|sing|singing|singer|guitar|piano|cello|violin|drums|ukulele|"
         "dance|dancing|salsa|paint|painting|drawing|perform|performance|talent show|open mic|concert|gig|"
-        "knit|knitting|crochet|pottery|hobby|hobbies",
-        "乐器|唱歌|合唱|吉他|钢琴|尤克里里|跳舞|舞蹈|画画|演出|表演|节目|才艺|晚会|书法|相声|评书|爱好",
+        "knit|knitting|crochet|pottery|hobby|hobbies|song|songs|album|playlist|tabla|sitar|flute|saxophone|"
+        "trumpet|harp|harmonica|accordion|clarinet|banjo|mandolin|bass guitar|recital",
+        "乐器|唱歌|合唱|吉他|钢琴|尤克里里|跳舞|舞蹈|画画|演出|表演|节目|才艺|晚会|书法|相声|评书|爱好|歌|歌手|演唱会|"
+        "音乐|专辑|乐队|二胡|古筝|琵琶|笛子|萨克斯|小提琴",
+    ),
+    "study": (
+        "exam|exams|test|revision|revise|study|studying|studies|course|courses|module|modules|degree|masters|"
+        "phd|university|college|lecture|lectures|tutor|homework|assignment|assignments|essay|essays|"
+        "thesis|dissertation|semester|grades|certification|certificate|qualification|cpa|cfa|acca|gmat|gre|"
+        "ielts|toefl|bar exam|open university|night school|coursework",
+        "考试|备考|复习|考研|考证|证书|课程|学分|论文|毕业|学位|读研|读博|大学|专业|作业|科目|报名|注会|一建|二建|一注|"
+        "雅思|托福|四级|六级|教资|刷题|真题|网课|导师|组会",
+    ),
+    "games": (
+        "game|games|gaming|gamer|console|playstation|xbox|nintendo|steam|anime|manga|cosplay|comic con|"
+        "esports|boardgame|boardgames|board game|board games|d&d|dungeons",
+        "游戏|手游|端游|主机|动漫|二次元|漫展|cos|番剧|抽卡|原神|王者荣耀|和平精英|英雄联盟|桌游|剧本杀|黑神话",
+    ),
+    "holiday": (
+        "holiday|holidays|vacation|christmas|xmas|thanksgiving|easter|new year|half term|spring break|"
+        "annual leave|time off|long weekend|bank holiday|diwali|eid|hanukkah|ramadan|lunar new year",
+        "假期|放假|寒假|暑假|春节|过年|年夜饭|除夕|国庆|五一|中秋|端午|清明|元旦|年假|休假|调休|小长假",
+    ),
+    "devices": (
+        "computer|laptop|pc|mac|macbook|windows|software|app|apps|excel|powerpoint|slides|deck|"
+        "spreadsheet|spreadsheets|template|templates|printer|phone|iphone|android|tablet|ipad|keyboard|monitor",
+        "电脑|笔记本|软件|文档|表格|课件|ppt|excel|wps|office|幻灯片|模板|打印机|手机|平板|键盘|显示器|安卓|苹果手机",
     ),
     "language": (
         "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
