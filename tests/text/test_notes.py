@@ -309,3 +309,11 @@ def test_small_talk_and_what_a_request_says_of_itself_are_no_notes(text: str) ->
 def test_a_named_persons_age_carries_on_a_note() -> None:
     (note,) = read_notes("my boys are with me every other week. Eli's 16, Noah's 14. the fridge is empty")
     assert note.text == "my boys are with me every other week. Eli's 16, Noah's 14."
+
+
+def test_what_is_said_of_a_notes_subject_right_after_it_carries_it_on() -> None:
+    (note,) = read_notes("I have asthma, always carry my Ventolin. cold air sets it off sooo bad")
+    assert note.text == "I have asthma, always carry my Ventolin. cold air sets it off sooo bad"
+    # a story or a moment after it does not
+    assert read_notes("I run every morning. It rained today.")[0].text == "I run every morning."
+    assert read_notes("I'm vegan. That was a great dinner.")[0].text == "I'm vegan."

@@ -69,7 +69,7 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
         "father|parents|baby|family|nephew|niece|sister|brother|sibling|grandma|grandmother|grandpa|"
         "grandfather|girlfriend|boyfriend|fiance|fiancee|in-laws|cousin|aunt|uncle|anniversary|valentine|date night|gf|bf|hubby|missus|twins|grandkids|grandson|granddaughter|grandchildren|grandkid|stepson|stepdaughter|mother-in-law|father-in-law|wedding|"
-        "other half|better half|little one|little ones|kiddo|kiddos|toddler|nursery|daycare|preschool|kindergarten|"
+        "other half|better half|seeing someone|dating|little one|little ones|kiddo|kiddos|toddler|nursery|daycare|preschool|kindergarten|"
         "school run|nanny|childminder|babysitter",
         "老婆|媳妇|老公|爱人|孩子|儿子|女儿|爸|妈|父母|家人|宝宝|女朋友|男朋友|对象|哥|姐|弟|妹|爷爷|奶奶|"
         "外婆|姥姥|外公|侄|岳|公婆|亲戚|先生|约会|七夕|情人节|纪念日|孙子|孙女|外孙|老伴|闺女|小囡|娃|婚礼|"

@@ -309,6 +309,22 @@ def _topic(text: str) -> bool:
     )
 
 
+# A word that points back at what was just said: "it", "that", "they"…
+_EN_BACK: Final = re.compile(r"\b(?:it|that|this|they|them|she|he|her|him)\b", re.I)
+
+
+def _carries_on(body: str) -> bool:
+    """Whether English `body`, said right after a note, says more of its subject: it points back
+    at it ("cold air sets it off"), tells no story (no past tense) and no single moment."""
+    return (
+        not has_han(body)
+        and _EN_BACK.search(body) is not None
+        and _EN_PAST_ANY.search(body) is None
+        and not _is_moment(body)
+        and not _opens_asking(body)
+    )
+
+
 def _is_moment(body: str) -> bool:
     return (_ZH_MOMENT if has_han(body) else _EN_MOMENT).search(body) is not None
 
@@ -323,6 +339,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         return []
     kept: list[str] = []
     before: str | None = None  # the sentence just before, when it was told but is no note
+    last_kept = False  # whether the sentence just before was kept
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
         if not has_han(body):
@@ -334,7 +351,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             told = _told_in_passing(s)
             if told is not None:
                 kept.append(told)
-            before = None
+            before, last_kept = None, False
             continue
         if _zh_note(body) if has_han(body) else _en_note(body):
             # a change is told with what came before it ("Got the robot milkers running, Lely
@@ -344,8 +361,15 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
                 kept.append(before)
             kept.append(s.text.strip())
             before = None
-        else:
-            before = s.text.strip() if not _is_moment(body) else None
+            last_kept = True
+            continue
+        if last_kept and _carries_on(body):
+            # what is said of the note's subject right after it ("I have asthma. cold air sets it
+            # off") belongs to it
+            kept.append(s.text.strip())
+            continue
+        last_kept = False
+        before = s.text.strip() if not _is_moment(body) else None
     if not kept:
         return []
     joined = " ".join(kept) if not has_han(kept[0]) else "".join(kept)
