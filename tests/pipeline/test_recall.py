@@ -257,6 +257,26 @@ def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it(
     assert order.index("note_quit") < order.index("note_barista")
 
 
+def test_a_newer_note_that_tells_news_comes_before_the_first_older_fact_it_bears_on() -> None:
+    """Not only before the nearest: a request that ranks an older fact of the same subject first
+    gets the news before it, whichever older fact the news is nearest to."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    barista = "I work part time as a barista at Balzac's, Fri and Sun shifts"
+    tutoring = "Tutoring pays better than coffee, my roommate keeps saying"
+    quit_job = "quit the café job! I'm TAing BME101 now, 10 hrs a week"
+    request = "help me plan study time around work this week"
+    table = {barista: [1.0, 0.5, 0.0, 0.0], tutoring: [0.5, 1.0, 0.0, 0.0], quit_job: [0.3, 1.0, 0.0, 0.0],
+             request: [1.0, 0.0, 0.0, 0.0]}  # fmt: skip
+    mem = Memory(embedder=_Meanings(table))
+    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
+    mem.facts.set("note_tutoring", tutoring, user_id="u", at=now - timedelta(days=200))
+    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
+    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    assert order == ["note_quit", "note_barista", "note_tutoring"]
+
+
 @pytest.mark.parametrize("overlap", [False, True])
 def test_a_read_runs_once_however_often_its_result_is_asked_for(overlap: bool) -> None:
     """The fact index's search asks for the episodes found before recall collects them: the

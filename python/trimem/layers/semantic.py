@@ -283,7 +283,7 @@ class Facts(IndexedLayer):
         is called once for the rank of each episode in a search of the episodes for the same
         request, and adds a leg that ranks a fact by where its source words rank there. These legs
         reorder, never make a match confident. A newer note telling news comes before the older
-        fact nearest to it in meaning (:meth:`_newer_first`).
+        fact it is not unrelated to (:meth:`_newer_first`).
 
         >>> from trimem import Memory
         >>> mem = Memory(embedder=None)
@@ -318,9 +318,9 @@ class Facts(IndexedLayer):
         self, found: builtins.list[tuple[Fact, Scored]], agent_id: str, user_id: str
     ) -> builtins.list[tuple[Fact, Scored]]:
         """`found`, where a newer note that tells of a change or of something new ("quit the café
-        job, I'm TAing now"), has replaced nothing, and is ranked under the older fact nearest to
-        it in meaning (not unrelated by the embedder's floor) moves up to just before it,
-        as confident as it: reflect links the two only when sure, and when it was not, the
+        job, I'm TAing now"), has replaced nothing, and is ranked under an older fact it is not
+        unrelated to in meaning (by the embedder's floor) moves up to just before the first such
+        fact, as confident as it: reflect links the two only when sure, and when it was not, the
         request still gets the newer first."""
         # a note that already replaced an earlier one was linked to its subject by reflect
         news = [
@@ -341,8 +341,9 @@ class Facts(IndexedLayer):
             # what it may stand for was said before it: a later note is no candidate
             near = {i: float(vectors[f.key] @ v) for i, (f, _) in enumerate(out)
                     if i != at and f.key in vectors and f.updated_at < when}  # fmt: skip
-            to = max(near, key=near.__getitem__, default=-1)  # the nearest of the older ones
-            if 0 <= to < at and near[to] >= self.unrelated_cosine:
+            # the first-ranked of the older ones it is not unrelated to
+            to = min((i for i, c in near.items() if c >= self.unrelated_cosine), default=-1)
+            if 0 <= to < at:
                 fact, scored = out.pop(at)
                 out.insert(to, (fact, msgspec.structs.replace(scored, weak=out[to][1].weak)))
         return out
