@@ -86,11 +86,6 @@ word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
 PROFILE_K: Final = 12
 """Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
 ones and those the request names by key."""
-PROFILE_POOL: Final = 3
-"""A search of the fact index that reorders by facets or by the episodes' agreement weighs this
-many times ``k`` candidates before it keeps ``k``: a fact the request names by neither its words
-nor a near meaning ("write my LinkedIn headline" for "I'm a civil engineer") is reached by the
-other legs only if it is among those weighed."""
 FACT_VECTOR_WEIGHT: Final = 3.0
 """The vector leg's fusion weight in a search of the fact index, against the keywords' 1 (times
 the embedder's weight for the request's language): a profile is a few dozen short statements
