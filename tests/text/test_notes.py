@@ -317,3 +317,30 @@ def test_what_is_said_of_a_notes_subject_right_after_it_carries_it_on() -> None:
     # a story or a moment after it does not
     assert read_notes("I run every morning. It rained today.")[0].text == "I run every morning."
     assert read_notes("I'm vegan. That was a great dinner.")[0].text == "I'm vegan."
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # news of something new is told with what came before it
+        ("Got the extension approved — new hand-in date is 30 June 2027. I can breathe again.",
+         "Got the extension approved — new hand-in date is 30 June 2027. I can breathe again."),
+        ("Our old cook went back to her village for good. The new one, Rekha, comes in the evenings.",
+         "Our old cook went back to her village for good. The new one, Rekha, comes in the evenings."),
+        # a change told in passing needs no person; "换了" is told, not asked for
+        ("哎，换了个苹果15，好多操作都不晓得在哪，你教我咋个关掉那个自动亮度嘛", "换了个苹果15"),
+    ],
+)  # fmt: skip
+def test_news_keeps_what_came_before_it_and_a_change_in_passing_is_kept(text: str, told: str) -> None:
+    (note,) = read_notes(text)
+    assert note.text == told
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Big news — I got the charge nurse position! Starts January 5th, mostly days.", "Finally switched jobs!",
+     "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了", "本子到手了，倒库终于过了"],
+)  # fmt: skip
+def test_a_change_is_told_in_everyday_words(text: str) -> None:
+    (note,) = read_notes(text)
+    assert note.change

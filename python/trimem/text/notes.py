@@ -131,12 +131,14 @@ _ZH_LASTING: Final = re.compile(
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
 _EN_CHANGE: Final = re.compile(
-    r"\b(?:switched|moved|changed|migrated|replaced|started|stopped|quit|gave\s+up|given\s+up|became|converted|transferred|relocated|"
+    r"\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
+    r"converted|transferred|relocated|finally|promoted|hired|got\s+the\s+(?:job|position|role|promotion|place)|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
-    rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
+    rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
+    rf"终于|脱单|升[^了,，。]{{0,3}}了|加装|装了|到手|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
@@ -184,7 +186,7 @@ _ZH_NOT_ASKING: Final = re.compile(
 _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
-    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改|换|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
+    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改(?!了)|换(?!了)|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
     # an errand opened by its verb ("讲个故事给我听听", "推荐几首歌") or told to be done for the asker
     r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们))"
     r"|给我(?:讲|说|听|看|写|发|推荐|列|找|整|来|介绍|解释|翻译|算|查)"
@@ -250,7 +252,15 @@ def _en_note(body: str) -> bool:
             return False
     # about the user (or their team, home, family): said in the first person, of their world, or
     # as a habit or change
-    if not (_EN_PERSON.search(body) or _EN_WORLD.search(body) or lasting or _EN_CHANGE.search(body) or _named(body)):
+    # (news of something new is of the user's world too: "new hand-in date is 30 June")
+    if not (
+        _EN_PERSON.search(body)
+        or _EN_WORLD.search(body)
+        or lasting
+        or _EN_CHANGE.search(body)
+        or _EN_NEW.search(body)
+        or _named(body)
+    ):
         return False
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
@@ -357,7 +367,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             # a change is told with what came before it ("Got the robot milkers running, Lely
             # ones. No more set milking times."), and a note with its topic said on its own
             # ("Snakes. Hate em."): the sentence before is kept with it
-            if before is not None and (states_change(body) or _topic(before)):
+            if before is not None and (tells_news(body) or _topic(before)):
                 kept.append(before)
             kept.append(s.text.strip())
             before = None
@@ -392,8 +402,9 @@ def _passing_note(body: str, zh: bool) -> bool:
     """Whether a clause of a sentence that asks is a statement about the user, told in passing:
     in the first person and not to the assistant ("我把分数发你"); in English, opening with its
     subject and not a story of the moment ("my grandson asked and I couldn't explain")."""
-    if zh:
-        return _ZH_OWN_PERSON.search(body) is not None and "你" not in body and _zh_note(body)
+    if zh:  # (a change needs no person: "换了个苹果15")
+        own = _ZH_OWN_PERSON.search(body) is not None or _ZH_CHANGE.search(body) is not None
+        return own and "你" not in body and _zh_note(body)
     return (
         _EN_OWN_OPENING.match(body) is not None
         and _en_note(body)
