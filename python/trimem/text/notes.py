@@ -132,13 +132,13 @@ _ZH_LASTING: Final = re.compile(
 )
 _EN_CHANGE: Final = re.compile(
     r"\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
-    r"converted|transferred|relocated|finally|promoted|hired|got\s+the\s+(?:job|position|role|promotion|place)|"
+    r"converted|transferred|relocated|promoted|hired|got\s+the\s+(?:job|position|role|promotion|place)|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
-    rf"终于|脱单|升[^了,，。]{{0,3}}了|加装|装了|到手|"
+    rf"脱单|升[^了,，。]{{0,3}}了|加装|装了|到手|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
@@ -174,6 +174,7 @@ _EN_CONDITIONAL_MOOD: Final = re.compile(r"\b(?:would|could|might|i'd|we'd)\b|�
 # The arrival of someone or something new told as news of the moment ("new roommate moved in
 # this week, Jonah, he's from Halifax"): it holds from then on.
 _EN_NEW: Final = re.compile(r"\bnew\b", re.I)
+_EN_NEW_IS: Final = re.compile(r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are)\b|\bnew\s+[\w-]+(?:'s|’s)\b", re.I)
 # ("咋", colloquial "how", asks; "不咋样" is "not much good")
 _ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$")
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
@@ -252,13 +253,13 @@ def _en_note(body: str) -> bool:
             return False
     # about the user (or their team, home, family): said in the first person, of their world, or
     # as a habit or change
-    # (news of something new is of the user's world too: "new hand-in date is 30 June")
+    # (what something new now is, is of the user's world too: "new hand-in date is 30 June")
     if not (
         _EN_PERSON.search(body)
         or _EN_WORLD.search(body)
         or lasting
         or _EN_CHANGE.search(body)
-        or _EN_NEW.search(body)
+        or _EN_NEW_IS.search(body)
         or _named(body)
     ):
         return False
