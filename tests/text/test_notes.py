@@ -339,7 +339,7 @@ def test_news_keeps_what_came_before_it_and_a_change_in_passing_is_kept(text: st
 @pytest.mark.parametrize(
     "text",
     ["Big news — I got the charge nurse position! Starts January 5th, mostly days.", "Finally switched jobs!",
-     "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了", "本子到手了，倒库终于过了"],
+     "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了"],
 )  # fmt: skip
 def test_a_change_is_told_in_everyday_words(text: str) -> None:
     (note,) = read_notes(text)

@@ -138,7 +138,7 @@ _EN_CHANGE: Final = re.compile(
 )
 _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
-    rf"脱单|升[^了,，。]{{0,3}}了|加装|装了|到手|"
+    rf"脱单|升[^了,，。]{{0,3}}了|加装|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
