@@ -880,6 +880,24 @@ def test_a_word_of_a_name_is_not_the_same_word_written_small() -> None:
     assert "\x01spring" not in subject_words("I moved here this spring.")
 
 
+def test_a_unit_or_an_everyday_adjective_is_no_subject() -> None:
+    """ "I'm running about 25 km a week now" does not replace "My car's a 2013 Subaru Outback with
+    260,000 km on it": a shared unit (or "little", "old") names no one subject."""
+    from datetime import UTC, datetime, timedelta
+
+    from trimem.pipeline.reflection import subject_words
+
+    assert not {"km", "\x01km", "littl", "\x01littl"} & subject_words("a little cottage, 25 km from the little shop")
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    mem.retain("My car's a 2013 Subaru Outback with about 260,000 km on it.", user_id="u", timestamp=t0)
+    mem.reflect(user_id="u")
+    mem.retain("I'm running about 25 km a week now.", user_id="u", timestamp=t0 + timedelta(30))
+    mem.reflect(user_id="u")
+    values = sorted(f.value for f in mem.facts.list(user_id="u"))
+    assert len(values) == 2 and "Subaru" in values[0] + values[1] and "running" in values[0] + values[1]
+
+
 def test_a_change_told_as_news_replaces_the_fact_keyed_by_its_subject_phrase() -> None:
     """ "my new lead baker Marisol started" is about the "lead baker" of "lead_baker: Rogelio":
     a fact keyed by the user's own phrase is about that phrase as well as its value."""

@@ -556,10 +556,14 @@ def states_change(text: str) -> bool:
 NOT_SUBJECT_WORDS: Final = (
     "now anymore longer these days nowadays instead since new moved changed switched started stopped "
     "every each always usually never most weekdays weekends mornings evenings nights today week month "
-    "year time day days work"
+    "year time day days work "
+    # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
+    # "little cottage" about "Little Tern Coffee"
+    "km kms mile miles kg kgs lb lbs hour hours hr hrs minute minutes min mins percent "
+    "little big small old good great nice bad lot lots bit"
 )
-"""Words of time and change: they say when, not what, so two notes sharing only these are not
-about one subject."""
+"""Words of time and change, units and everyday adjectives: they say when, how much or what
+like, not what, so two notes sharing only these are not about one subject."""
 
 
 NOT_SUBJECT_HAN: Final = frozenset(
