@@ -195,3 +195,12 @@ def test_the_gates_change_no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_chinese_is_is_a_copula_only_outside_words_that_contain_it(text: str, expected: list[tuple[str, str]]) -> None:
     assert [(s.key, s.value) for s in read_statements(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["帮我改下这封邮件的语气，更礼貌一点：Please reply ASAP.", "帮俺算算：一斤韭菜三块五，买三斤半多少钱",
+             "帮我润色一下这句：本周完成了登录页重构"],
+)  # fmt: skip
+def test_a_requests_text_to_work_on_is_no_label_and_value(text: str) -> None:
+    assert read_statements(text) == []
+    assert [(s.key, s.value) for s in read_statements("Deadline: Friday")] == [("deadline", "Friday")]

@@ -187,7 +187,7 @@ _ZH_NOT_ASKING: Final = re.compile(
 _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
-    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改(?!了)|换(?!了)|记住|记得)|帮我|(?:请|你|您|能|可以)帮忙"
+    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改(?!了)|换(?!了)|记住|记得)|帮我|帮俺|帮咱|(?:请|你|您|能|可以)帮忙"
     # an errand opened by its verb ("讲个故事给我听听", "推荐几首歌") or told to be done for the asker
     r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们))"
     r"|给我(?:讲|说|听|看|写|发|推荐|列|找|整|来|介绍|解释|翻译|算|查)"

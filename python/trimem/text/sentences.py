@@ -50,7 +50,7 @@ _LEAD_IN: Final = re.compile(
 )
 _QUESTION_END: Final = re.compile(r"(?:吗|么|是不是|对吗|对吧)$")
 _POLITE: Final = re.compile(
-    r"^\s*(?:please|can you|could you|would you|will you|kindly)\b|请|麻烦|能不能|可不可以|可以帮|帮我",
+    r"^\s*(?:please|can you|could you|would you|will you|kindly)\b|请|麻烦|能不能|可不可以|可以帮|帮我|帮俺|帮咱",
     re.I,
 )
 _HYPOTHETICAL: Final = re.compile(

@@ -155,7 +155,14 @@ class StatementReader:
                 if len(clause) > MAX_CLAUSE_CHARS or is_hypothetical(clause):
                     continue
                 changes = self._clause(_ELIDED_OWNER.sub("my ", clause), by_user, sentence.question, state)
-                if not changes and by_user and not sentence.question and len(said) == 1:
+                # a request's "X: Y" is what to work on ("帮我润色一下这句：…"), not a label and its value
+                if (
+                    not changes
+                    and by_user
+                    and not sentence.question
+                    and len(said) == 1
+                    and not is_polite(sentence.body)
+                ):
                     changes = self._note(clause)
                 for (op, key, value, phrase, old), kind, subject in changes:
                     out.append(Statement(op, key, value, kind, subject, lang, sentence.text, phrase, old))
