@@ -331,6 +331,29 @@ def test_a_bad_suite_says_where(tmp_path: Path) -> None:
         pf.load_suite(path)
 
 
+_SUITES = sorted(
+    [*pf.SUITE_DIR.glob("*.json"), *(Path(__file__).resolve().parents[2] / "benches").glob("phrasing_*.json")]
+)
+
+
+@pytest.mark.parametrize("path", _SUITES, ids=lambda p: p.name)
+def test_every_committed_suite_loads_and_its_probes_point_at_what_holds_the_answer(path: Path) -> None:
+    """A probe's expected strings are in the memory it is about; a changed probe's stale strings
+    are not in the update it is about; an update replaces an earlier memory."""
+    suite = pf.load_suite(path)
+    assert suite.users and all(u.probes for u in suite.users)
+    for user in suite.users:
+        for probe in user.probes:
+            if probe.kind == pf.NEVER_SAID or probe.about is None:
+                continue
+            said = user.memories[probe.about].text.casefold()
+            assert any(e.casefold() in said for e in probe.expect_any), probe.id
+            assert not any(s.casefold() in said for s in probe.stale), probe.id
+        for i, memory in enumerate(user.memories):
+            if memory.updates is not None:
+                assert 0 <= memory.updates < i, (user.user_id, i)
+
+
 # ------------------------------------------------------------------------------ command line
 
 
