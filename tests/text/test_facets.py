@@ -54,6 +54,12 @@ def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:
     assert facets(text) == wanted
 
 
+def test_a_latin_word_in_chinese_is_read_whatever_its_case() -> None:
+    # Chinese writes no capitals: "LinkedIn" there is no sign of a name to skip
+    assert facets("帮我写段LinkedIn个人简介") == {"career"}
+    assert facets("Write my LinkedIn bio") == {"career"}  # "bio" is read; the name is not
+
+
 def test_a_name_is_not_read_for_its_words() -> None:
     # "Drive" and "Park" name a street and a place here, not a way of getting around
     assert facets("I live just off Commercial Drive, near Central Park.") == {"home"}

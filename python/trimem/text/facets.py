@@ -99,7 +99,7 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "professor|accountant|lawyer|solicitor|surgeon|pharmacist|paramedic|architect|analyst|consultant|"
         "chef|pilot|electrician|plumber|carpenter|mechanic|trucker|farmer|scientist|researcher|journalist|"
         "librarian|therapist|dentist|intern|internship|sysadmin|receptionist|cashier|barista",
-        "职业|岗位|职位|入职|跳槽|升职|简历|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
+        "职业|岗位|职位|入职|跳槽|升职|简历|简介|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
         "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机",
     ),
     "money": (
@@ -225,9 +225,11 @@ def facets(text: str) -> frozenset[str]:
     text = prepare_text(text[:MAX_FACET_CHARS])
     low = text.casefold()
     found: set[str] = set()
+    chinese = has_han(low)
     for m in _EN_WORD.finditer(text):
         word = m.group().casefold()
-        if m.group()[0].isupper() and not _opens_sentence(text, m.start()):
+        # (Chinese writes no capitals: a Latin word in it is read, "帮我写段LinkedIn简介")
+        if not chinese and m.group()[0].isupper() and not _opens_sentence(text, m.start()):
             continue
         hit = _word_facets(words, word)
         if hit is not None:
@@ -235,7 +237,7 @@ def facets(text: str) -> frozenset[str]:
     if " " in low:
         for m in phrase_pattern.finditer(low):
             found |= phrases[m.group()]
-    if has_han(low):
+    if chinese:
         for m in han_pattern.finditer(low):
             found |= han[m.group()]
         if _ZH_ORIGIN.search(low):
