@@ -3,7 +3,9 @@ commute by bike", "I'm colour-blind", "周末都留给孩子" — kept whole, as
 
 A note is a statement of a lasting state, habit, constraint or change; not a question, a request
 to the assistant, a hypothetical, a one-off event told in the past tense ("Had a great call with
-the team"), or something about one moment ("Sandstorm today"). A note that states a change ("I
+the team"), something about one moment ("Sandstorm today"), or small talk with the assistant
+("多谢你啊"). What a question or request tells of the user in passing is kept without the request
+("what should I cook tonight, I'm vegetarian" keeps "I'm vegetarian"). A note that states a change ("I
 drive in now", "现在住亦庄", "we moved to Condens") may replace an earlier note on the same subject:
 :data:`NOT_SUBJECT_WORDS` are words two notes are not compared on.
 
@@ -18,6 +20,8 @@ drive in now", "现在住亦庄", "we moved to Condens") may replace an earlier 
 ([], [])
 >>> [n.text for n in read_notes("我每天坐地铁十号线上下班")]
 ['我每天坐地铁十号线上下班']
+>>> [n.text for n in read_notes("what should I cook tonight, I'm vegetarian")]
+["I'm vegetarian"]
 """
 
 from __future__ import annotations
