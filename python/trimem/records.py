@@ -70,7 +70,10 @@ class Mention(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
 
 
 # gc=False: records hold plain data only (no reference cycles), and a bulk retain creates
-# hundreds of thousands of them; untracked, they cost the cyclic collector nothing.
+# hundreds of thousands of them; untracked, they cost the cyclic collector nothing. Keywords are
+# a tuple for the same reason: an empty list per episode is a tracked object the collector walks
+# (the first collection after a 10k batch walked 10k of them), the empty tuple is one shared,
+# untracked object.
 class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     """One timestamped event of episodic memory."""
 
@@ -82,7 +85,7 @@ class Episode(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     session_id: str | None = None
     role: str = "user"
     topic: str | None = None
-    keywords: list[str] = []
+    keywords: tuple[str, ...] = ()
     importance: float = 0.5
     metadata: dict[str, Any] = {}
     tool: ToolCall | None = None
@@ -267,7 +270,7 @@ class EpisodeExtras(msgspec.Struct, frozen=True, array_like=True, omit_defaults=
     text_chars: int | None = None
     importance: float = 0.5  # exact (the engine's copy is float32)
     topic: str | None = None
-    keywords: list[str] = []
+    keywords: tuple[str, ...] = ()
     metadata: dict[str, Any] = {}
     tool: ToolCall | None = None
     recorded: int | None = None  # when told, if the record's timestamp is when it happened

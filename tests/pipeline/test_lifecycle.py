@@ -543,7 +543,7 @@ def test_consolidation_validates_like_retain() -> None:
     for text in ("Remember: deploys happen on Fridays", "Remember: the VPN needs a token"):
         mem.add_turn("t", "user", text, user_id="u", importance=0.9)
     kept = mem.consolidate("t", user_id="u").kept
-    assert len(kept) == 2 and kept[0].metadata is not kept[1].metadata and kept[0].keywords is not kept[1].keywords
+    assert len(kept) == 2 and kept[0].metadata is not kept[1].metadata and kept[0].keywords == kept[1].keywords == ()
 
 
 def test_share_reaches_a_threshold_equal_to_the_stored_importance() -> None:

@@ -118,7 +118,7 @@ class EpisodicMemory(IndexedLayer):
             session_id=session_id,
             role=role,
             topic=topic,
-            keywords=list(keywords),
+            keywords=tuple(keywords),
             importance=importance,
             metadata=dict(metadata) if metadata else {},
             tool=tool,

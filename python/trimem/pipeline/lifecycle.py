@@ -104,7 +104,7 @@ class Lifecycle:
                     "role": str(t.role),
                     "timestamp": int(t.timestamp),
                     "importance": min(1.0, float(t.importance)),
-                    "keywords": [],
+                    "keywords": (),
                     "metadata": {},
                 }
                 for t in keep
