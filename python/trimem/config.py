@@ -42,8 +42,10 @@ __all__ = [
 
 MAX_TEXT_CHARS: Final = 100_000
 """Longest text one episode, document or query may hold (split longer ones)."""
-MAX_BATCH: Final = 20_000
-"""A retain batch beyond this lands as several log records (each atomic on its own)."""
+MAX_BATCH: Final = 1024
+"""A retain batch lands as log records of at most this many episodes (written together, one
+fsync): no single copy or encoding of a record's vectors holds the interpreter long enough to
+stall an event loop beside it."""
 CHECKPOINT_BYTES: Final = 64 << 20
 """Log size at which the embedded store writes a snapshot (a reopen replays at most this)."""
 ITEM_SEARCH_EF: Final = 128

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,11 +125,15 @@ class HashingEmbedder(NamedModel):
         self._seed = seed
         self._key = seed.to_bytes(8, "little")
         self._name = f"hashing-{dim}-v1" + (f"-seed{seed}" if seed else "")  # read back by _hashing_named
-        self._cache: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        # a term's hashed positions (int64) and signed weights (float64), packed in bytes: a bytes
+        # object is never tracked by the cyclic collector, where a tuple per term was walked by
+        # the first collection after a batch that met tens of thousands of new terms
+        self._positions: dict[str, bytes] = {}
+        self._weights: dict[str, bytes] = {}
         self._slots: dict[str, int] = {}
         idx, val = self._features("\x00<empty text>")
         self._empty = np.zeros(dim, dtype=np.float32)
-        np.add.at(self._empty, np.array(idx), np.array(val, dtype=np.float32))
+        np.add.at(self._empty, np.frombuffer(idx, dtype=np.int64), np.frombuffer(val).astype(np.float32))
         self._empty /= np.linalg.norm(self._empty)
 
     @property
@@ -154,11 +157,11 @@ class HashingEmbedder(NamedModel):
             self._slots[feature] = slot
         return slot
 
-    def _features(self, term: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
-        """Hashed positions and signed weights of one term (cached)."""
-        hit = self._cache.get(term)
-        if hit is not None:
-            return hit
+    def _features(self, term: str) -> tuple[bytes, bytes]:
+        """Hashed positions (int64) and signed weights (float64) of one term, packed (cached)."""
+        idx = self._positions.get(term)
+        if idx is not None:
+            return idx, self._weights[term]
         slots = [self._slot("w:" + term)]
         weights = [1.0]
         if len(term) >= _NGRAM_MIN_TERM:
@@ -167,11 +170,13 @@ class HashingEmbedder(NamedModel):
             w = _NGRAM_WEIGHT / len(grams) ** 0.5
             slots.extend(self._slot("g:" + g) for g in grams)
             weights.extend([w] * len(grams))
-        idx = tuple(abs(s) - 1 for s in slots)
-        val = tuple(w if s > 0 else -w for s, w in zip(slots, weights))
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[term] = (idx, val)
+        idx = np.array([abs(s) - 1 for s in slots], dtype=np.int64).tobytes()
+        val = np.array([w if s > 0 else -w for s, w in zip(slots, weights)], dtype=np.float64).tobytes()
+        if len(self._positions) >= _CACHE_LIMIT:
+            self._positions.clear()
+            self._weights.clear()
+        self._positions[term] = idx
+        self._weights[term] = val
         return idx, val
 
     def __call__(self, texts: Sequence[str], /) -> Vectors:
@@ -184,9 +189,9 @@ class HashingEmbedder(NamedModel):
 
     def _embed(self, items: list[str]) -> Vectors:
         n, dim = len(items), self._dim
-        cache, features = self._cache, self._features
-        idx_parts: list[tuple[int, ...]] = []
-        val_parts: list[tuple[float, ...]] = []
+        positions, weights, features = self._positions, self._weights, self._features
+        idx_parts: list[bytes] = []
+        val_parts: list[bytes] = []
         counts = [0] * n
         empty: list[int] = []
         for row, text in enumerate(items):
@@ -196,15 +201,17 @@ class HashingEmbedder(NamedModel):
                 continue
             total = 0
             for term in terms:
-                hit = cache.get(term) or features(term)
-                idx_parts.append(hit[0])
-                val_parts.append(hit[1])
-                total += len(hit[0])
-            counts[row] = total
-        size = sum(counts)
-        flat = np.fromiter(itertools.chain.from_iterable(idx_parts), dtype=np.intp, count=size)
+                idx = positions.get(term)
+                val = weights.get(term) if idx is not None else None
+                if idx is None or val is None:
+                    idx, val = features(term)
+                idx_parts.append(idx)
+                val_parts.append(val)
+                total += len(idx)
+            counts[row] = total >> 3  # 8 bytes a position
+        flat = np.frombuffer(b"".join(idx_parts), dtype=np.int64).astype(np.intp)
         flat += np.repeat(np.arange(n, dtype=np.intp) * dim, counts)
-        vals = np.fromiter(itertools.chain.from_iterable(val_parts), dtype=np.float64, count=size)
+        vals = np.frombuffer(b"".join(val_parts), dtype=np.float64)
         arr = np.bincount(flat, weights=vals, minlength=n * dim).reshape(n, dim).astype(np.float32)
         if empty:
             arr[empty] = self._empty
