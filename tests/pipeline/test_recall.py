@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -225,56 +225,50 @@ class _Meanings:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it() -> None:
-    from datetime import UTC, datetime, timedelta
+_NOW = datetime(2026, 11, 20, tzinfo=UTC)
+_BARISTA = "I work part time as a barista at Balzac's, Fri and Sun shifts"
+_QUIT_JOB = "quit the café job! I'm TAing BME101 now, 10 hrs a week"
+_STUDY = "help me plan study time around work this week"
 
-    now = datetime(2026, 11, 20, tzinfo=UTC)
-    barista = "I work part time as a barista at Balzac's, Fri and Sun shifts"
-    quit_job = "quit the café job! I'm TAing BME101 now, 10 hrs a week"
-    pets = "We got a new kitten, Miso"  # news too, but nearest to nothing older above it
-    request = "help me plan study time around work this week"
-    table = {barista: [1.0, 0.2, 0.0, 0.0], quit_job: [0.4, 0.9, 0.0, 0.0], pets: [0.0, 0.1, 1.0, 0.0],
-             request: [1.0, 0.0, 0.2, 0.0]}  # fmt: skip
+
+def _profile_order(
+    table: dict[str, list[float]], notes: dict[str, tuple[str, int]], request: str = _STUDY
+) -> list[str]:
+    """The keys of the profile recall shows for `request`, with `notes` (key → text, days ago)
+    set and the embedder's vectors set per text by `table`."""
     mem = Memory(embedder=_Meanings(table))
-    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
-    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
-    mem.facts.set("note_kitten", pets, user_id="u", at=now - timedelta(days=10))
-    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    for key, (text, days) in notes.items():
+        mem.facts.set(key, text, user_id="u", at=_NOW - timedelta(days=days))
+    return [f.key for f in mem.recall(request, user_id="u", now=_NOW).profile]
+
+
+def test_a_newer_note_that_tells_news_comes_before_the_older_fact_nearest_to_it() -> None:
+    pets = "We got a new kitten, Miso"  # news too, but nearest to nothing older above it
+    table = {_BARISTA: [1.0, 0.2, 0.0, 0.0], _QUIT_JOB: [0.4, 0.9, 0.0, 0.0], pets: [0.0, 0.1, 1.0, 0.0],
+             _STUDY: [1.0, 0.0, 0.2, 0.0]}  # fmt: skip
+    barista, quit_job = ("note_barista", (_BARISTA, 300)), ("note_quit", (_QUIT_JOB, 20))
+    order = _profile_order(table, dict([barista, quit_job, ("note_kitten", (pets, 10))]))
     assert order.index("note_quit") < order.index("note_barista") < order.index("note_kitten")
     # the same notes, the newer one telling no news: the ranking stands
-    mem = Memory(embedder=_Meanings({**table, "I TA BME101, 10 hrs a week": table[quit_job]}))
-    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
-    mem.facts.set("note_quit", "I TA BME101, 10 hrs a week", user_id="u", at=now - timedelta(days=20))
-    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    plain = "I TA BME101, 10 hrs a week"
+    order = _profile_order({**table, plain: table[_QUIT_JOB]}, dict([barista, ("note_quit", (plain, 20))]))
     assert order.index("note_barista") < order.index("note_quit")
     # a later note nearer to the news is not what the news stands for: the older one still is
     later = "I TA in the Hatch building on Tuesdays"
-    mem = Memory(embedder=_Meanings({**table, later: [0.3, 1.0, 0.0, 0.0]}))
-    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
-    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
-    mem.facts.set("note_hatch", later, user_id="u", at=now - timedelta(days=5))
-    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
+    order = _profile_order(
+        {**table, later: [0.3, 1.0, 0.0, 0.0]}, dict([barista, quit_job, ("note_hatch", (later, 5))])
+    )
     assert order.index("note_quit") < order.index("note_barista")
 
 
 def test_a_newer_note_that_tells_news_comes_before_the_first_older_fact_it_bears_on() -> None:
     """Not only before the nearest: a request that ranks an older fact of the same subject first
     gets the news before it, whichever older fact the news is nearest to."""
-    from datetime import UTC, datetime, timedelta
-
-    now = datetime(2026, 11, 20, tzinfo=UTC)
-    barista = "I work part time as a barista at Balzac's, Fri and Sun shifts"
     tutoring = "Tutoring pays better than coffee, my roommate keeps saying"
-    quit_job = "quit the café job! I'm TAing BME101 now, 10 hrs a week"
-    request = "help me plan study time around work this week"
-    table = {barista: [1.0, 0.5, 0.0, 0.0], tutoring: [0.5, 1.0, 0.0, 0.0], quit_job: [0.3, 1.0, 0.0, 0.0],
-             request: [1.0, 0.0, 0.0, 0.0]}  # fmt: skip
-    mem = Memory(embedder=_Meanings(table))
-    mem.facts.set("note_barista", barista, user_id="u", at=now - timedelta(days=300))
-    mem.facts.set("note_tutoring", tutoring, user_id="u", at=now - timedelta(days=200))
-    mem.facts.set("note_quit", quit_job, user_id="u", at=now - timedelta(days=20))
-    order = [f.key for f in mem.recall(request, user_id="u", now=now).profile]
-    assert order == ["note_quit", "note_barista", "note_tutoring"]
+    table = {_BARISTA: [1.0, 0.5, 0.0, 0.0], tutoring: [0.5, 1.0, 0.0, 0.0], _QUIT_JOB: [0.3, 1.0, 0.0, 0.0],
+             _STUDY: [1.0, 0.0, 0.0, 0.0]}  # fmt: skip
+    notes = {"note_barista": (_BARISTA, 300), "note_tutoring": (tutoring, 200), "note_quit": (_QUIT_JOB, 20)}
+    assert _profile_order(table, notes) == ["note_quit", "note_barista", "note_tutoring"]
 
 
 @pytest.mark.parametrize("overlap", [False, True])
