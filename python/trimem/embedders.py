@@ -158,10 +158,8 @@ class HashingEmbedder(NamedModel):
         return slot
 
     def _features(self, term: str) -> tuple[bytes, bytes]:
-        """Hashed positions (int64) and signed weights (float64) of one term, packed (cached)."""
-        idx = self._positions.get(term)
-        if idx is not None:
-            return idx, self._weights[term]
+        """Hashed positions (int64) and signed weights (float64) of one term, packed; cached for
+        `_embed`, which looks there first."""
         slots = [self._slot("w:" + term)]
         weights = [1.0]
         if len(term) >= _NGRAM_MIN_TERM:
@@ -201,9 +199,8 @@ class HashingEmbedder(NamedModel):
                 continue
             total = 0
             for term in terms:
-                idx = positions.get(term)
-                val = weights.get(term) if idx is not None else None
-                if idx is None or val is None:
+                idx, val = positions.get(term), weights.get(term)
+                if idx is None or val is None:  # (None for both unless a clear came in between)
                     idx, val = features(term)
                 idx_parts.append(idx)
                 val_parts.append(val)

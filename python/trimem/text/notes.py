@@ -163,6 +163,8 @@ _EN_PAST: Final = re.compile(
     re.I,
 )
 _EN_PAST_OPENING: Final = re.compile(rf"(?:just\s+)?{_PAST_VERB}\b", re.I)
+# a past-tense verb anywhere (a story of the moment, in a clause or a sentence carrying a note on)
+_EN_PAST_ANY: Final = re.compile(rf"\b{_PAST_VERB}\b", re.I)
 _HYPOTHETICAL: Final = re.compile(
     r"\b(?:if|unless|in\s+case|what\s+if|suppose|maybe|perhaps|wonder(?:ing)?|thinking\s+(?:about|of)|"
     r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|(?<![一二两三四五六七八九十百千\d])万一|也许|或许|"
@@ -399,7 +401,6 @@ _EN_OWN_OPENING: Final = re.compile(
     r"|the\s+(?:car|van|truck|house|flat|apartment|dog|cat|kids|office|team|firm|company|shop|practice)\b",
     re.I,
 )
-_EN_PAST_ANY: Final = re.compile(rf"\b{_PAST_VERB}\b", re.I)
 _ZH_OWN_PERSON: Final = re.compile(r"我|俺|咱")
 
 
