@@ -117,6 +117,22 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "你帮忙看看这个",
         "This is great.",  # a word of grammar is no one's name
         "Taylor Swift is touring",  # nothing of how someone is
+        # what only points back at the request, or tells of the moment
+        "how do I get a red wine stain out of a cream carpet, asking for a friend (me)",
+        "How do I send a photo on WhatsApp, Cian showed me but I forgot",
+        "what's a good gift for a conductor at the end of a project, not flowers",
+        "How do I get a new medical card, mine's out of date",
+        "thanks, I'm off to cook dinner now",
+        "帮我写个请假条，家里有事",
+        "帮我算一下班上平均分，我把分数发你",
+        # said about the chat or to the assistant, not about the user
+        "多谢你啊，你比我外孙还有耐心",
+        "哎呀你讲得太快了，我没看明白",
+        "好啦，我去煮饭了",
+        "讲个故事给我听听，哄小朋友睡觉的那种",
+        # colloquial questions: "啥" (what), "咋" (how)
+        "最近有啥好看的电影，周末想一个人去看",
+        "期中考试的成绩分析报告一般咋写",
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:
@@ -279,31 +295,6 @@ def test_a_question_for_a_fact_is_told_from_a_task_or_advice(text: str, asks: bo
 )  # fmt: skip
 def test_a_request_keeps_what_it_tells_of_the_user_in_passing(text: str, told: str) -> None:
     assert [n.text for n in read_notes(text)] == [told]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        # what only points back at the request, or tells of the moment
-        "how do I get a red wine stain out of a cream carpet, asking for a friend (me)",
-        "How do I send a photo on WhatsApp, Cian showed me but I forgot",
-        "what's a good gift for a conductor at the end of a project, not flowers",
-        "How do I get a new medical card, mine's out of date",
-        "thanks, I'm off to cook dinner now",
-        "帮我写个请假条，家里有事",
-        "帮我算一下班上平均分，我把分数发你",
-        # said about the chat or to the assistant, not about the user
-        "多谢你啊，你比我外孙还有耐心",
-        "哎呀你讲得太快了，我没看明白",
-        "好啦，我去煮饭了",
-        "讲个故事给我听听，哄小朋友睡觉的那种",
-        # colloquial questions: "啥" (what), "咋" (how)
-        "最近有啥好看的电影，周末想一个人去看",
-        "期中考试的成绩分析报告一般咋写",
-    ],
-)
-def test_small_talk_and_what_a_request_says_of_itself_are_no_notes(text: str) -> None:
-    assert read_notes(text) == []
 
 
 def test_a_named_persons_age_carries_on_a_note() -> None:
