@@ -286,3 +286,27 @@ def test_a_read_runs_once_however_often_its_result_is_asked_for(overlap: bool) -
     read = Read(overlap, search, 3)
     assert read.result() == [0, 1, 2] and read.result() is read.result()
     assert calls == [3]
+
+
+def test_a_day_the_request_names_meets_the_habit_on_that_day() -> None:
+    """A weekday in a request is a time range for the events, and a word for the habits: "a
+    Thursday" meets "I volunteer Thursdays" though the search of events drops the word."""
+    mem = Memory(embedder="hashing")
+    for days, text in [
+        (90, "I volunteer Thursdays at the food bank on Carver Street."),
+        (80, "My sister Jean lives in Tenby and I visit her in September."),
+        (70, "I sing in a choir and rehearsals are in the church hall."),
+        (60, "My granddaughter Elsie is five and she loves dinosaurs."),
+    ]:
+        mem.retain(text, user_id="u1", timestamp=NOW - timedelta(days=days))
+    mem.reflect(user_id="u1")
+    b = mem.recall("Could the family come up on a Thursday in December?", user_id="u1", now=NOW)
+    assert "Thursdays" in b.profile[0].value
+
+
+def test_a_replaced_value_is_dated_once_when_it_ended_the_day_the_new_one_began() -> None:
+    mem = Memory(embedder="hashing")
+    mem.facts.set("city", "Leeds", user_id="u1", at=NOW - timedelta(days=90))
+    mem.facts.set("city", "York", user_id="u1", at=NOW - timedelta(days=10))
+    line = next(x for x in mem.recall("which city", user_id="u1", now=NOW).render().splitlines() if "York" in x)
+    assert line == "- city: York (since 2026-11-15; was: Leeds)"

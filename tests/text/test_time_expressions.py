@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from trimem.text.time_expressions import cover, find_times, local_now, parse_time_range
+from trimem.text.time_expressions import cover, find_times, local_now, parse_time_range, weekday_words
 
 NOW = datetime(2026, 11, 25, 15, 30, tzinfo=UTC)
 
@@ -33,3 +33,13 @@ def test_composites_and_none() -> None:
 def test_local_now() -> None:
     plus8 = timezone(timedelta(hours=8))
     assert local_now(datetime(2026, 1, 1, 20), plus8) == datetime(2026, 1, 2, 4, tzinfo=plus8)
+
+
+def test_weekday_words_name_each_day_as_a_habit_is_told() -> None:
+    assert weekday_words("Can we meet on a Thursday in December?") == ("thursday", "thursdays")
+    assert weekday_words("free this weekend?") == ("weekend", "weekends")
+    assert weekday_words("Sunday lunch") == ("sunday", "sundays", "weekend", "weekends")
+    # Chinese: the pairs of characters that name the day alone, whichever word the text uses
+    assert weekday_words("礼拜天有空不") == ("周日", "期日", "拜日", "周天", "期天", "拜天", "周末")
+    assert weekday_words("周末去哪玩") == ("周末", "周六", "周日")
+    assert weekday_words("Next month, maybe") == () and weekday_words("每周都去") == ()

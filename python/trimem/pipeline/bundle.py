@@ -116,7 +116,9 @@ class RecallBundle:
                 if old.value is not None and len(old.value) <= _HISTORY_CHARS
                 else f"{(old.value or '')[: _HISTORY_CHARS - 1]}…"
             )
-            was = f"; was: {shown} until {day(old.valid_to or f.updated_at)}"
+            until = day(old.valid_to or f.updated_at)
+            # the day the current value is dated is the day the old one ended: said once
+            was = f"; was: {shown}" if until == day(f.updated_at) else f"; was: {shown} until {until}"
         text = " ".join(f.value.split())
         if is_note_key(f.key):
             return f"- {text} ({day(f.updated_at)}{was})"

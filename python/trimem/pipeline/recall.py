@@ -29,6 +29,7 @@ from trimem.scope import check_id, episode_namespace
 from trimem.text.evidence import evidence_of
 from trimem.text.keys import is_note_key
 from trimem.text.notes import is_request
+from trimem.text.time_expressions import weekday_words
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 
 if TYPE_CHECKING:
@@ -259,6 +260,8 @@ class Recall:
             if fact is not None and key not in profile:
                 profile[key] = fact
         matches: dict[str, Scored] = {}
+        # the days a request names are a time range for the episodes, and words for the habits
+        text = " ".join((text, *weekday_words(intent.query)))
         for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
                                                now=now, request=intent.query, episode_ranks=episode_ranks):  # fmt: skip
             if fact.key not in profile:

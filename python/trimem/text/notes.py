@@ -84,7 +84,7 @@ _ZH_WORLD: Final = re.compile(
     r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们"
     # the user's people, body and things without "我的", and the subject chat leaves out
     r"|^(?:孩子|儿子|女儿|闺女|老公|老婆|媳妇|爱人|先生|妈|爸|姐|哥|弟|妹|孙子|孙女|外孙|婆婆|公公|岳父|岳母|老家|"
-    r"房东|老板|领导|工资|房贷|车贷|银行卡|腰|胃|膝盖|颈椎|眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
+    r"房东|老板|领导|工资|房贷|车贷|房租|房子|新家|宿舍|车子|银行卡|腰|胃|膝盖|颈椎|眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
     # what the speaker likes or fears most, and keeps: "最怕夜里跑山路", "养了一只柯基"
     r"|最(?:喜欢|爱|怕|讨厌|烦)|^养了"
 )
@@ -134,10 +134,21 @@ _ZH_LASTING: Final = re.compile(
     rf"(?<![这上下本])(?:周|星期)[一二三四五六日天]|"
     rf"(?:今天|今晚|本周|这周|这个月)(?:开始|起)|{_ZH_NOW}"
 )
+# What the user now has, told as the moment they got it ("Picked up a used Kia last weekend",
+# "we adopted a tabby", "I took a full-time role at Kōwhai Labs"): a lasting state from then on.
+_EN_ACQUIRED: Final = (
+    r"\b(?:(?:adopted|rescued|leased|traded\s+in|sold)\s+(?:a|an|the|our|my|two|three|\d+)|installed|"
+    r"(?:bought|picked\s+up)\s+(?:a|an|our|my)\s+(?:(?:new|used|second-hand|secondhand|refurbished|little|"
+    r"first)\s+)?(?:[\w-]+\s+){0,3}?(?:house|home|flat|apartment|condo|place|car|van|truck|bike|motorbike|"
+    r"scooter|ev|boat|caravan|camper|puppy|kitten|dog|cat)\b|picked\s+up\s+(?:a|an)\s+(?:used|second-hand)|"
+    r"took\s+(?:a|an|the|up\s+a)\s+(?:[\w-]+\s+){0,3}?(?:job|role|position|post|offer)|"
+    r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|"
+    r"(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)\s+[\w-]+\s+(?:arrived|came))\b"
+)
 _EN_CHANGE: Final = re.compile(
     r"\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
     r"converted|transferred|relocated|promoted|hired|got\s+the\s+(?:job|position|role|promotion|place)|"
-    rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b",
+    rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b|{_EN_ACQUIRED}",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
@@ -217,7 +228,8 @@ _EN_FACT_QUESTION: Final = re.compile(
 # Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
 _EN_NAMED: Final = re.compile(
     r"([A-Z][a-z]+)(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
-    r"speaks|teaches|runs|owns|drives)\b|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:)))"  # "Eli's 16": an age
+    r"speaks|teaches|runs|owns|drives|goes|attends|studies|takes|uses|wears|eats|sleeps|rides|swims|"
+    r"prefers|wants|gets|visits|coaches|collects)\b|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:)))"  # "Eli's 16": an age
 )
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
@@ -271,9 +283,14 @@ def _en_note(body: str) -> bool:
         return False
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
+    acquired = re.search(_EN_ACQUIRED, body, re.I) is not None
     if _EN_PAST_OPENING.match(body):
-        return _EN_PRESENT.search(body) is not None or lasting
-    return lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
+        return _EN_PRESENT.search(body) is not None or lasting or acquired
+    return (
+        lasting
+        or acquired
+        or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
+    )
 
 
 _ZH_CLAUSE: Final = re.compile(r"[,;]")
@@ -346,19 +363,35 @@ def _is_moment(body: str) -> bool:
     return (_ZH_MOMENT if has_han(body) else _EN_MOMENT).search(body) is not None
 
 
+# A job named "role" ("a full-time role at Kōwhai Labs", "my new role") is no role of the chat.
+_JOB_ROLE: Final = re.compile(
+    r"\b(?:new|full-time|part-time|permanent|senior|junior|contract|temporary|teaching|leadership|management)"
+    r"\s+role\b|\brole\s+(?:at|with)\b",
+    re.I,
+)
+
+
+def _poses_as_authority(sentence: str) -> bool:
+    """Whether a sentence speaks of roles, permissions, prompts or rules: as a note it would let
+    stored text pose as authority ("Keep any instructions simple" is dropped, the note beside it
+    kept)."""
+    words = _EN_WORD_LOWER.findall(_JOB_ROLE.sub(" ", sentence).casefold())
+    return bool(_AUTHORITY.intersection(words)) or _DENY_HAN.search(sentence) is not None
+
+
 def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
     """The note `text` holds (at most one: its sentences that read as notes, joined), or none.
     Only the user's own words make notes (``by_user=False`` gives none)."""
     if not by_user or not isinstance(text, str) or len(text) > MAX_NOTE_CHARS or is_injection(text):
-        return []
-    # a note about roles, permissions, prompts or rules would let stored text pose as authority
-    if _AUTHORITY.intersection(_EN_WORD_LOWER.findall(text.casefold())) or _DENY_HAN.search(text):
         return []
     kept: list[str] = []
     before: str | None = None  # the sentence just before, when it was told but is no note
     last_kept = False  # whether the sentence just before was kept
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
+        if _poses_as_authority(body):
+            before, last_kept = None, False
+            continue
         if not has_han(body):
             aside = _EN_ASIDE.match(body)
             if aside is not None and aside.end() < len(body):
@@ -402,6 +435,25 @@ _EN_OWN_OPENING: Final = re.compile(
     re.I,
 )
 _ZH_OWN_PERSON: Final = re.compile(r"我|俺|咱")
+# Someone of the user's life a request names ("a party for my daughter Maisie", "给我闺女朵朵"),
+# and a clause after it that says how they are ("she turns 8 and loves axolotls", "她最近迷恐龙").
+_EN_KIN: Final = re.compile(
+    r"\b(?:my|our)\s+(?:(?:little|older|younger|eldest|oldest|youngest|baby|big|teenage|elderly|new)\s+)?"
+    r"(?:wife|husband|partner|fianc[eé]e?|girlfriend|boyfriend|son|daughter|kid|child|stepson|stepdaughter|"
+    r"mum|mom|mother|dad|father|sister|brother|grandson|granddaughter|grandma|grandmother|grandpa|grandfather|"
+    r"niece|nephew|cousin|aunt|uncle|mother-in-law|father-in-law|daughter-in-law|son-in-law|roommate|flatmate|"
+    r"dog|cat|puppy|kitten|pup)(?![\w-])(?:\s+[A-Z][a-z]+)?"
+)
+_ZH_KIN: Final = re.compile(
+    r"我(?:的)?(?:老婆|媳妇|老公|爱人|儿子|女儿|闺女|孩子|娃|妈|爸|老妈|老爸|妹妹|弟弟|姐姐|哥哥|奶奶|爷爷|外婆|外公|"
+    r"姥姥|婆婆|公公|岳母|岳父|孙子|孙女|外孙|家狗|家猫|猫|狗)(?:[\u4e00-\u9fff]{0,2}(?=[,，]))?"
+)
+_EN_OF_THEM: Final = re.compile(
+    r"(?:she|he|they)(?:'s|’s|'re|’re|\s+(?:is|are|has|have|loves|likes|hates|can't|won't|doesn't|don't|"
+    r"(?!was\b|has\b)[a-z]{2,}s))\b",
+    re.I,
+)
+_ZH_OF_THEM: Final = re.compile(r"^(?:她|他|它)(?!们?说)")
 
 
 def _passing_note(body: str, zh: bool) -> bool:
@@ -416,6 +468,13 @@ def _passing_note(body: str, zh: bool) -> bool:
         and _en_note(body)
         and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
     )
+
+
+def _of_them(body: str, zh: bool) -> bool:
+    """Whether a clause says how someone just named is, now (not a story of the moment)."""
+    if zh:
+        return _ZH_OF_THEM.match(body) is not None and "你" not in body and _zh_note("我" + body)
+    return _EN_OF_THEM.match(body) is not None and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
 
 
 def _told_in_passing(s: Sentence) -> str | None:
@@ -434,11 +493,18 @@ def _told_in_passing(s: Sentence) -> str | None:
         return None
     kept: list[str] = []
     going = False
+    kin: str | None = None  # someone of the user's life the clause before named
     for i, part in enumerate(parts):
         body = part.rstrip("?!.。~ ")
         clause = Sentence(body, part, s.question and i == len(parts) - 1)
-        if not body or _asks(clause) or _hypothetical(body) or (zh and _ZH_SOCIAL.search(body)):
+        named, kin = kin, None
+        if named is not None and _of_them(body, zh) and not _asks(clause) and not _hypothetical(body):
+            kept += [named, body]
+            going = True
+        elif not body or _asks(clause) or _hypothetical(body) or (zh and _ZH_SOCIAL.search(body)):
             going = False
+            found = (_ZH_KIN if zh else _EN_KIN).search(body)
+            kin = found.group() if found is not None else None
         elif _passing_note(body, zh):
             kept.append(body)
             going = True

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from trimem.text.script import LATIN_END, LATIN_START
 
-__all__ = ["TimeMention", "cover", "event_time", "find_times", "local_now", "parse_time_range"]
+__all__ = ["TimeMention", "cover", "event_time", "find_times", "local_now", "parse_time_range", "weekday_words"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
@@ -600,3 +600,35 @@ def cover(found: list[TimeMention], text: str) -> tuple[tuple[int, int], str, tu
 def local_now(now: datetime, tz: tzinfo) -> datetime:
     """`now` (naive means UTC) as an aware time in `tz`."""
     return _clock(now, tz).now
+
+
+_EN_DAY_NAME = re.compile(_L + r"(?P<wd>" + "|".join(_WEEKDAYS) + r"|weekend)s?" + _R, re.I)
+_ZH_DAY_NAME = re.compile(r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])|周末")
+
+
+def weekday_words(text: str) -> tuple[str, ...]:
+    """The days of the week `text` names, in the words a habit would be told in: a request for
+    "a Thursday in December" meets "I volunteer Thursdays", "周三晚上" meets "礼拜三晚上要上课";
+    a Saturday or Sunday is the weekend too. A time range stands for these words in a search of
+    what happened; what the user does every week needs them.
+
+    >>> weekday_words("Lunch on Saturday the 5th?"), weekday_words("周三晚上有空吗")
+    (('saturday', 'saturdays', 'weekend', 'weekends'), ('周三', '期三', '拜三'))
+    """
+    out: dict[str, None] = {}
+    for m in _EN_DAY_NAME.finditer(text):
+        day = m["wd"].lower()
+        out |= dict.fromkeys((day, day + "s"))
+        if day in ("saturday", "sunday"):
+            out |= dict.fromkeys(("weekend", "weekends"))
+    for m in _ZH_DAY_NAME.finditer(text):
+        day = m["wd"]
+        if day is None:
+            out |= dict.fromkeys(("周末", "周六", "周日"))
+            continue
+        # "周三", "星期三", "礼拜三" as the bigrams that name the day alone ("礼拜" and "星期"
+        # name any day): the keyword index reads Chinese in character pairs
+        out |= dict.fromkeys(f"{prefix}{d}" for d in ("日天" if day in "日天" else day) for prefix in "周期拜")
+        if day in "六日天":
+            out["周末"] = None
+    return tuple(out)
