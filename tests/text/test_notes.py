@@ -133,6 +133,8 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         # colloquial questions: "啥" (what), "咋" (how)
         "最近有啥好看的电影，周末想一个人去看",
         "期中考试的成绩分析报告一般咋写",
+        "今朝在公园碰到老同事，开心",  # "今朝": today
+        "帮我写个请假条，家里有事",  # a moment's excuse, however short
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:
@@ -321,6 +323,35 @@ def test_what_someone_named_did_once_is_no_note_of_them() -> None:
 def test_what_the_user_got_or_gave_up_is_a_lasting_change(text: str) -> None:
     (note,) = read_notes(text)
     assert note.change
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # a heading of news is no request; a hedge on a number no hypothetical
+        ("Update: we're renting in Dundee now.", "Update: we're renting in Dundee now."),
+        ("My Welsh is maybe ten words total.", "My Welsh is maybe ten words total."),
+        ("I typeset in Case Quark.", "I typeset in Case Quark."),  # a name, not "in case"
+        # someone named and what they do or have; a side's body part
+        ("Ines volunteers at the lifeboat station.", "Ines volunteers at the lifeboat station."),
+        ("Zoë's school is a bus ride away.", "Zoë's school is a bus ride away."),
+        ("Right hip's shot from years of squash.", "Right hip's shot from years of squash."),
+        # what now holds, told as the moment it began
+        ("Kasia was diagnosed with coeliac disease in May.", "Kasia was diagnosed with coeliac disease in May."),
+        ("Switched to oat milk last month.", "Switched to oat milk last month."),
+        # a story without its subject, told in passing, that says what the user now is
+        ("Learned the hard way that I'm allergic to kiwi 🙃 what else should I avoid?",
+         "Learned the hard way that I'm allergic to kiwi"),
+        # Chinese: a done "把" is no request; the user's world, changes and people named without "我"
+        ("把猫从老家接过来了，现在跟我住", "把猫从老家接过来了,现在跟我住"),
+        ("上个月在河西租了个单间，离单位近", "上个月在河西租了个单间,离单位近"),
+        ("有高血压，每天一片药", "有高血压,每天一片药"),
+        ("手机是华为Mate 60，用了两年", "手机是华为Mate 60,用了两年"),
+        ("那几个老客户只认现金，咋整", "那几个老客户只认现金"),  # "那几个": those, not "how many"
+    ],
+)  # fmt: skip
+def test_everyday_forms_of_a_lasting_statement(text: str, told: str) -> None:
+    assert [n.text for n in read_notes(text)] == [told]
 
 
 def test_a_sentence_about_the_chats_rules_is_dropped_and_the_note_beside_it_kept() -> None:

@@ -70,7 +70,8 @@ _EN_WORLD: Final = re.compile(
     r"\b(?:at\s+(?:work|the\s+office|home)|[Tt]he\s+(?:office|team|firm|company|shop|studio|practice|clinic|"
     r"lab|store|restaurant|repo|kids|family|landlord|boss|car|van|truck|dog|cat)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
     # the user's people, body and things, told without "my": "Sister lives in Perth", "Kid's school is …"
-    r"|(?i:^(?:mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
+    r"|(?i:^(?:(?:left|right|bad|dodgy)\s+(?:knee|hip|shoulder|ankle|wrist|elbow|foot|hand|eye|ear)|"
+    r"mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
     r"daughter|grandma|grandpa|boss|landlord|bank|gym|doctor|dentist|accountant|cat|dog|back|knee|knees)(?:'s)?\b)"
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
@@ -81,10 +82,11 @@ _EN_WORLD: Final = re.compile(
     r"reader|early\s+bird)$)"
 )
 _ZH_WORLD: Final = re.compile(
-    r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们"
+    r"公司|工作室|店里|团队|单位|家里|部门|组里|咱们|客户|同事|医生|过敏|生日是|仓库|摊位|档口"
     # the user's people, body and things without "我的", and the subject chat leaves out
     r"|^(?:孩子|儿子|女儿|闺女|老公|老婆|媳妇|爱人|先生|妈|爸|姐|哥|弟|妹|孙子|孙女|外孙|婆婆|公公|岳父|岳母|老家|"
-    r"房东|老板|领导|工资|房贷|车贷|房租|房子|新家|宿舍|车子|银行卡|腰|胃|膝盖|颈椎|眼睛|皮肤|不太|不能|不吃|不喝|受不了|对[^,，。]{1,8}过敏)"
+    r"房东|老板|领导|工资|房贷|车贷|房租|房子|新家|宿舍|车子|银行卡|腰|胃|膝盖|颈椎|眼睛|皮肤|不太|不能|不吃|不喝|受不了|"
+    r"左手|右手|手腕|手机|电脑|开的|开着|用的|住|租|合租|有(?![点些人没])|在(?:备考|学|准备|练|考|读|带))"
     # what the speaker likes or fears most, and keeps: "最怕夜里跑山路", "养了一只柯基"
     r"|最(?:喜欢|爱|怕|讨厌|烦)|^养了"
 )
@@ -117,7 +119,7 @@ _EN_MOMENT: Final = re.compile(
     re.I,
 )
 # ("最近", lately, is a stretch of time, not a moment: "最近在学尤克里里")
-_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿")
+_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|今朝|昨日|今日")
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
@@ -139,10 +141,13 @@ _ZH_LASTING: Final = re.compile(
 _EN_ACQUIRED: Final = (
     r"\b(?:(?:adopted|rescued|leased|traded\s+in|sold)\s+(?:a|an|the|our|my|two|three|\d+)|installed|"
     r"(?:bought|picked\s+up)\s+(?:a|an|our|my)\s+(?:(?:new|used|second-hand|secondhand|refurbished|little|"
-    r"first)\s+)?(?:[\w-]+\s+){0,3}?(?:house|home|flat|apartment|condo|place|car|van|truck|bike|motorbike|"
+    r"first)\s+)?(?:[\w-]+\s+){0,3}?(?:house|home|flat|apartment|condo|cottage|bungalow|townhouse|cabin|place|"
+    r"car|van|truck|bike|motorbike|"
     r"scooter|ev|boat|caravan|camper|puppy|kitten|dog|cat)\b|picked\s+up\s+(?:a|an)\s+(?:used|second-hand)|"
     r"took\s+(?:a|an|the|up\s+a)\s+(?:[\w-]+\s+){0,3}?(?:job|role|position|post|offer)|"
-    r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|"
+    r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|got\s+(?:married|engaged|divorced)|diagnosed|"
+    r"had\s+(?:a\s+baby|twins|triplets|(?:a|her|his|their)\s+(?:first\s+)?(?:baby|son|daughter|boy|girl))|"
+    r"(?:bought|picked\s+up)\s+(?:a|an|my|our)\s+(?-i:[A-Z0-9])\w*|"
     r"(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)\s+[\w-]+\s+(?:arrived|came))\b"
 )
 _EN_CHANGE: Final = re.compile(
@@ -153,7 +158,7 @@ _EN_CHANGE: Final = re.compile(
 )
 _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
-    rf"脱单|升[^了,，。]{{0,3}}了|加装|"
+    rf"脱单|升[^了,，。]{{0,3}}了|加装|租了|买了[个辆台套间只部]|领养了|入手了|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
@@ -173,11 +178,13 @@ _EN_PAST: Final = re.compile(
     r"\b(?:went|came|was|were|had)\b",
     re.I,
 )
+_EN_STARTED_THING: Final = re.compile(r"(?:just\s+)?(?:started|restarted)\s+(?:the|a|an|up)\b(?!\s+new\b)", re.I)
 _EN_PAST_OPENING: Final = re.compile(rf"(?:just\s+)?{_PAST_VERB}\b", re.I)
 # a past-tense verb anywhere (a story of the moment, in a clause or a sentence carrying a note on)
 _EN_PAST_ANY: Final = re.compile(rf"\b{_PAST_VERB}\b", re.I)
 _HYPOTHETICAL: Final = re.compile(
-    r"\b(?:if|unless|in\s+case|what\s+if|suppose|maybe|perhaps|wonder(?:ing)?|thinking\s+(?:about|of)|"
+    r"\b(?:if|unless|in\s+(?-i:case)|what\s+if|suppose|(?:maybe|perhaps)(?!\s+(?:\d|like\b|about\b|a\s+|an\s+|one|two|"
+    r"three|four|five|six|seven|eight|nine|ten|twenty|half))|wonder(?:ing)?|thinking\s+(?:about|of)|"
     r"considering|not\s+sure|guess|should\s+(?:i|we))\b|如果|假如|要是|(?<![一二两三四五六七八九十百千\d])万一|也许|或许|"
     r"考虑|要不要",
     re.I,
@@ -190,21 +197,25 @@ _EN_EVEN: Final = re.compile(r"\beven\s*$", re.I)
 _EN_CONDITIONAL_MOOD: Final = re.compile(r"\b(?:would|could|might|i'd|we'd)\b|’d\b", re.I)
 # The arrival of someone or something new told as news of the moment ("new roommate moved in
 # this week, Jonah, he's from Halifax"): it holds from then on.
-_EN_NEW: Final = re.compile(r"\bnew\b", re.I)
-_EN_NEW_IS: Final = re.compile(r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are)\b|\bnew\s+[\w-]+(?:'s|’s)\b", re.I)
+_EN_NEW: Final = re.compile(r"\b(?:new|replacement)\b", re.I)
+_EN_NEW_IS: Final = re.compile(
+    r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are)\b|\bnew\s+[\w-]+(?:'s|’s)\b|\breplacement(?:'s|’s|\s+is)\b", re.I
+)
 # ("咋", colloquial "how", asks; "不咋样" is "not much good")
 _ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$")
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.
 _ZH_QUESTION_WORD: Final = re.compile(r"什么|啥|哪|几[点个天号]|多少|有没有")
 _ZH_NOT_ASKING: Final = re.compile(
-    r"(?:什么|啥)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了])几[个位家]"
+    r"(?:什么|啥)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这])几[个位家]"
     r"|(?<=[做干搞])啥[^,，。;；]{1,4}的"  # "做啥芯片的": some kind of chip work
 )
 _STATEMENT_END: Final = ("。", ".", "！", "!")
 # ("她帮忙带孩子" tells who helps: "帮忙" asks only when the assistant is the one asked)
 _ZH_REQUEST: Final = re.compile(
-    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把|将|忘|删|改(?!了)|换(?!了)|记住|记得)|帮我|帮俺|帮咱|(?:请|你|您|能|可以)帮忙"
+    r"^(?:请|麻烦|帮|给我|你能|你可以|想让你|能否|把(?![^,，。]*了)|将|忘|删|改(?!了)|换(?!了)|记住|记得)"
+    # ("人回义乌帮我管仓库": someone else helps; "把胆囊切了" tells what was done)
+    r"|(?<![他她人妈爸公婆哥姐弟妹们])(?:帮我|帮俺|帮咱)|(?:请|你|您|能|可以)帮忙"
     # an errand opened by its verb ("讲个故事给我听听", "推荐几首歌") or told to be done for the asker
     r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们))"
     r"|给我(?:讲|说|听|看|写|发|推荐|列|找|整|来|介绍|解释|翻译|算|查)"
@@ -227,9 +238,14 @@ _EN_FACT_QUESTION: Final = re.compile(
 )
 # Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
 _EN_NAMED: Final = re.compile(
-    r"([A-Z][a-z]+)(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
+    r"([A-Z][a-zà-öø-ÿ]+)(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
     r"speaks|teaches|runs|owns|drives|goes|attends|studies|takes|uses|wears|eats|sleeps|rides|swims|"
-    r"prefers|wants|gets|visits|coaches|collects)\b|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:)))"  # "Eli's 16": an age
+    r"prefers|wants|gets|visits|coaches|collects|turns|graduates|retires|joins|starts|finishes|moves|stays|"
+    r"cooks|knits|paints|writes|reads|watches"
+    # any verb of theirs ("Freja skippers the ferry"), and what is theirs ("Lola's birthday is …")
+    r"|(?!(?:is|was|has|this|thus|plus|us|always|as|yes|his|hers|its|less|unless|across|perhaps)\b)[a-z]{3,}s)\b"
+    r"|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:))"  # "Eli's 16": an age
+    r"|(?:'s|’s)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|has|was)\b)"
 )
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
@@ -285,7 +301,9 @@ def _en_note(body: str) -> bool:
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
     acquired = re.search(_EN_ACQUIRED, body, re.I) is not None
     if _EN_PAST_OPENING.match(body):
-        return _EN_PRESENT.search(body) is not None or lasting or acquired
+        # (a change: "Switched to oat milk"; starting a thing is an event: "Started the Node service")
+        changed = _EN_CHANGE.search(body) is not None and _EN_STARTED_THING.match(body) is None
+        return _EN_PRESENT.search(body) is not None or lasting or changed
     return (
         lasting
         or acquired
@@ -294,7 +312,7 @@ def _en_note(body: str) -> bool:
 
 
 _ZH_CLAUSE: Final = re.compile(r"[,;]")
-_EN_CLAUSE: Final = re.compile(r"\s*[,;]\s*|\s+[-–—]+\s+")
+_EN_CLAUSE: Final = re.compile(r"\s*[,;]\s*|\s+[-–—]+\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 
 
 def _zh_note(body: str) -> bool:
@@ -460,14 +478,18 @@ def _passing_note(body: str, zh: bool) -> bool:
     """Whether a clause of a sentence that asks is a statement about the user, told in passing:
     in the first person and not to the assistant ("我把分数发你"); in English, opening with its
     subject and not a story of the moment ("my grandson asked and I couldn't explain")."""
-    if zh:  # (a change needs no person: "换了个苹果15")
+    if zh:  # (a change or the user's world needs no person: "换了个苹果15", "家里那条萨摩叫大白")
+        # (a clause of the user's world alone says a lasting thing only at some length: "家里有事"
+        # is a moment's excuse)
         own = _ZH_OWN_PERSON.search(body) is not None or _ZH_CHANGE.search(body) is not None
+        own = own or (len(body) >= 6 and _ZH_WORLD.search(body) is not None)
         return own and "你" not in body and _zh_note(body)
-    return (
-        _EN_OWN_OPENING.match(body) is not None
-        and _en_note(body)
-        and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
+    # (or a story told without its subject that says what the user now is: "Found out at the
+    # dentist that I'm allergic to latex")
+    opens = _EN_OWN_OPENING.match(body) is not None or (
+        _EN_PAST_OPENING.match(body) is not None and _EN_PERSON.search(body) is not None
     )
+    return opens and _en_note(body) and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
 
 
 def _of_them(body: str, zh: bool) -> bool:
@@ -535,6 +557,11 @@ def what_was_said(text: str) -> str:
     return rest or text
 
 
+# What follows a request's first word when it is a noun heading news: "Change of plans:",
+# "Update on the house —", "Quick update:".
+_EN_HEADLINE: Final = re.compile(r"\s*(?:[:—–!]|-\s|of\s|on\s+(?:the|my|our)\b[^,.:]*[:—–])")
+
+
 def _asks(s: Sentence) -> bool:
     """Whether sentence `s` asks something of the assistant: a question or a request."""
     body = s.body.strip()
@@ -555,6 +582,8 @@ def _asks(s: Sentence) -> bool:
 def _opens_asking(text: str) -> bool:
     """Whether English `text` asks by its opening: a request's first word or a question's."""
     first = _EN_WORD.search(text)
+    if first is not None and _EN_HEADLINE.match(text, first.end()) is not None:
+        return False  # "Change of plans: …", "Update — …" head news; no verb asks
     return (first is not None and first.group().casefold() in _REQUEST_START) or _EN_ASKING.match(text) is not None
 
 
