@@ -310,3 +310,15 @@ def test_a_replaced_value_is_dated_once_when_it_ended_the_day_the_new_one_began(
     mem.facts.set("city", "York", user_id="u1", at=NOW - timedelta(days=10))
     line = next(x for x in mem.recall("which city", user_id="u1", now=NOW).render().splitlines() if "York" in x)
     assert line == "- city: York (since 2026-11-15; was: Leeds)"
+
+
+def test_a_lasting_note_is_shown_without_a_date_and_a_change_with_one() -> None:
+    """When a change happened tells the newer of two notes; a lasting state's date spends the
+    budget on nothing."""
+    mem = Memory(embedder="hashing")
+    mem.retain("I'm allergic to latex, gloves and balloons included.", user_id="u1", timestamp=NOW - timedelta(days=40))
+    mem.retain("We moved to Gentilly, the new place has central air.", user_id="u1", timestamp=NOW - timedelta(days=9))
+    mem.reflect(user_id="u1")
+    lines = mem.recall("latex gloves, and the place in Gentilly", user_id="u1", now=NOW).render().splitlines()
+    assert "- I'm allergic to latex, gloves and balloons included." in lines
+    assert "- We moved to Gentilly, the new place has central air. (2026-11-16)" in lines

@@ -20,6 +20,7 @@ from trimem.config import PROFILE_SHARE
 from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Scored, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.text.keys import is_note_key
+from trimem.text.notes import states_change
 from trimem.timeutil import from_micros
 
 __all__ = ["WEAK_PROFILE", "RecallBundle"]
@@ -121,7 +122,9 @@ class RecallBundle:
             was = f"; was: {shown}" if until == day(f.updated_at) else f"; was: {shown} until {until}"
         text = " ".join(f.value.split())
         if is_note_key(f.key):
-            return f"- {text} ({day(f.updated_at)}{was})"
+            # a lasting state needs no date ("I'm allergic to latex"); a change or what it replaced
+            # does: when it happened is what tells the newer of two
+            return f"- {text} ({day(f.updated_at)}{was})" if was or states_change(text) else f"- {text}"
         said = self.profile_evidence.get(f.key)  # holds the value: shown in its place
         return f"- {f.key}: {' '.join(said.split()) if said else text} (since {day(f.updated_at)}{was})"
 
