@@ -73,6 +73,7 @@ def test_readings(text: str, expected: list[Reading]) -> None:
         "at 10:30 we sync",
         "Tomorrow: the release",
         "my role is admin",
+        "Picked up a used canoe for next to nothing.",  # bought, not chosen as anything
     ],
 )
 def test_what_is_not_a_statement(text: str) -> None:

@@ -235,7 +235,7 @@ _SHAPES: Final = [
     # --- English: decisions
     _r(
         "decided",
-        r"\b(?:(?:decided|agreed|opted|committed)\s+(?:to\s+(?:use|adopt|go\s+with|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on)|on|upon|for)|settled\s+on|standardi[sz]ed\s+on|(?:chose|picked|selected)(?:\s+to\s+use)?|decision\s*(?:is\s+to\s+use|:(?:\s*use)?))\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$",
+        r"\b(?:(?:decided|agreed|opted|committed)\s+(?:to\s+(?:use|adopt|go\s+with|switch\s+to|move\s+to|migrate\s+to|stick\s+with|standardi[sz]e\s+on)|on|upon|for)|settled\s+on|standardi[sz]ed\s+on|(?:chose|picked(?!\s+up\b)|selected)(?:\s+to\s+use)?|decision\s*(?:is\s+to\s+use|:(?:\s*use)?))\s+(?P<value>.+?)(?:\s+(?:as|for)\s+(?!now\b|good\b|the\s+time\s+being\b|a\s+while\b)(?P<key>.+))?$",
         "decision",
         "decision",
         key_mode="any",
