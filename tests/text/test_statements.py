@@ -74,6 +74,7 @@ def test_readings(text: str, expected: list[Reading]) -> None:
         "Tomorrow: the release",
         "my role is admin",
         "Picked up a used canoe for next to nothing.",  # bought, not chosen as anything
+        "帮我写个公众号推文，主题是秋天第一杯奶茶",  # what the task is about, not the user's theme
     ],
 )
 def test_what_is_not_a_statement(text: str) -> None:

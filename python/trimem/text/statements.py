@@ -148,13 +148,18 @@ class StatementReader:
         for sentence in said:
             if not by_user and not has_decision(sentence.body):
                 continue
-            if sentence.question and not is_polite(sentence.body):
+            polite = is_polite(sentence.body)
+            if sentence.question and not polite:
                 continue
             lang = language(sentence.body)
             for clause in clauses(sentence.body):
                 if len(clause) > MAX_CLAUSE_CHARS or is_hypothetical(clause):
                     continue
                 changes = self._clause(_ELIDED_OWNER.sub("my ", clause), by_user, sentence.question, state)
+                if polite and subject_of(clause) is None:
+                    # what a request asks for ("帮我写个文案，主题是秋天第一杯奶茶") is the task's, not
+                    # the user's, unless it says whose or asks for a change
+                    changes = [c for c in changes if c.kind == "change"]
                 # a request's "X: Y" is what to work on ("帮我润色一下这句：…"), not a label and its value
                 if (
                     not changes
