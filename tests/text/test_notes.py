@@ -134,6 +134,16 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "最近有啥好看的电影，周末想一个人去看",
         "期中考试的成绩分析报告一般咋写",
         "今朝在公园碰到老同事，开心",  # "今朝": today
+        # questions chat writes without their mark: how long, how many times, A or B, A-not-A
+        "牛排煎多久才到五分熟",
+        "多肉一个月浇几次水",
+        "饺子是先放醋还是先放酱油",
+        "隔夜的凉拌菜还能吃不",
+        "这个药饭前吃伐",
+        "介个词念嘛",  # "嘛": what, in Tianjin
+        "写一首关于梧桐树的小诗",
+        "给五岁小孩推荐几本科普书",
+        "这两天降温，冻死了",  # a moment
         "帮我写个请假条，家里有事",  # a moment's excuse, however short
     ],
 )
@@ -348,6 +358,10 @@ def test_what_the_user_got_or_gave_up_is_a_lasting_change(text: str) -> None:
         ("有高血压，每天一片药", "有高血压,每天一片药"),
         ("手机是华为Mate 60，用了两年", "手机是华为Mate 60,用了两年"),
         ("那几个老客户只认现金，咋整", "那几个老客户只认现金"),  # "那几个": those, not "how many"
+        # the subject chat leaves out is the user
+        ("周四晚上雷打不动去学古琴，学了三年了", "周四晚上雷打不动去学古琴,学了三年了"),
+        ("驾照拿了两年，一上高架就紧张", "驾照拿了两年,一上高架就紧张"),
+        ("厦门都去过好几次了，鼓浪屿不想再去", "厦门都去过好几次了,鼓浪屿不想再去"),  # "好几次": several
     ],
 )  # fmt: skip
 def test_everyday_forms_of_a_lasting_statement(text: str, told: str) -> None:

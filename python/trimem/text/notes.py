@@ -119,7 +119,7 @@ _EN_MOMENT: Final = re.compile(
     re.I,
 )
 # ("最近", lately, is a stretch of time, not a moment: "最近在学尤克里里")
-_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|今朝|昨日|今日")
+_ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|今朝|昨日|今日|这两天|这几天")
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
@@ -202,12 +202,18 @@ _EN_NEW_IS: Final = re.compile(
     r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are)\b|\bnew\s+[\w-]+(?:'s|’s)\b|\breplacement(?:'s|’s|\s+is)\b", re.I
 )
 # ("咋", colloquial "how", asks; "不咋样" is "not much good")
-_ZH_QUESTION: Final = re.compile(r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$")
+_ZH_QUESTION: Final = re.compile(
+    r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$|多久|多长时间|好久$|好久(?=是|能|才|可以)"
+    # a question chat writes without its mark: "还能吃不", "可以用伐", "先炒青椒还是先炒肉"
+    r"|(?<=[\u4e00-\u9fff])[不伐么](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
+)
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.
-_ZH_QUESTION_WORD: Final = re.compile(r"什么|啥|哪|几[点个天号]|多少|有没有")
+_ZH_QUESTION_WORD: Final = re.compile(
+    r"什么|啥|哪|谁|几(?:次|遍|分钟|小时|桶|斤|岁|号|点|个|天|本|部|首|种)|多少|有没有|(?:干|念|吃|做|买|带|说|弄|整)嘛"
+)
 _ZH_NOT_ASKING: Final = re.compile(
-    r"(?:什么|啥)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这])几[个位家]"
+    r"(?:什么|啥|谁)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这])几[个位家]|(?<=[好十])几|几(?=[十百千万])"
     r"|(?<=[做干搞])啥[^,，。;；]{1,4}的"  # "做啥芯片的": some kind of chip work
 )
 _STATEMENT_END: Final = ("。", ".", "！", "!")
@@ -217,14 +223,15 @@ _ZH_REQUEST: Final = re.compile(
     # ("人回义乌帮我管仓库": someone else helps; "把胆囊切了" tells what was done)
     r"|(?<![他她人妈爸公婆哥姐弟妹们])(?:帮我|帮俺|帮咱)|(?:请|你|您|能|可以)帮忙"
     # an errand opened by its verb ("讲个故事给我听听", "推荐几首歌") or told to be done for the asker
-    r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们))"
+    r"|^(?:讲|说|写|推荐|介绍|解释|翻译|列|查|算|整理|总结|分析|教)(?:个|几|一下|一个|一份|一篇|下|讲|说|查|算|写|我(?!们)|"
+    r"一?[首段封句部本])|求推荐|推荐(?:一下|几|个|一[个部本首款些]|部|本|首|款|些|点)"
     r"|给我(?:讲|说|听|看|写|发|推荐|列|找|整|来|介绍|解释|翻译|算|查)"
 )
 # What is said to the assistant about the chat itself, not about the user: thanks, a sign-off,
 # a remark addressed to "你" ("你讲得太快了"), not following ("没看明白"), leaving ("我去煮饭了").
 _ZH_SOCIAL: Final = re.compile(
     r"^(?:哎呀|哎|唉|哈+|嗯+|啊|哦+|噢|好啦|好吧|好的|好了|行吧|行)?(?:你|您)(?!们)"
-    r"|^(?:谢谢|多谢|感谢|辛苦|麻烦你)|^(?:好啦|好了|好的|行吧|拜拜|晚安)$"
+    r"|^(?:谢谢|多谢|感谢|辛苦|麻烦你|谢了|谢啦|好的谢谢)|^(?:好啦|好了|好的|行吧|拜拜|晚安)$"
     r"|看明白|看懂|听懂|听明白|搞明白|没明白|没懂"
     r"|^(?:那|好)?我(?:先|要|得)?去(?!年)[\u4e00-\u9fff]{1,4}(?:了|啦|咯)$"
 )
@@ -319,12 +326,12 @@ def _zh_note(body: str) -> bool:
     core = "".join(c for c in _ZH_CLAUSE.split(_ZH_SPACE.sub("", body)) if c and not _ZH_SOCIAL.search(c))
     if len(core) < 4:  # a question or request never gets here (read_notes skips what asks)
         return False
-    # "了" marks a change of state as often as a past event: only a word for the moment decides,
-    # and a moment's change ("今天新娘换了五套衣服") is an event unless it holds from now on
-    lasting = _ZH_LASTING.search(core) is not None
-    changed = _ZH_CHANGE.search(core) is not None
-    about_user = "我" in core or "俺" in core or _ZH_WORLD.search(core) is not None
-    return (lasting or changed or about_user) and not (_ZH_MOMENT.search(core) and not lasting)
+    # Chinese chat leaves the subject out more often than not ("驾照拿了五年，一上高速就腿软",
+    # "礼拜六晚上雷打不动去听相声"): a statement that neither asks nor is small talk is the
+    # user's own. "了" marks a change of state as often as a past event: only a word for the
+    # moment decides, and a moment's change ("今天新娘换了五套衣服") is an event unless it holds
+    # from now on.
+    return not (_ZH_MOMENT.search(core) and not _ZH_LASTING.search(core))
 
 
 def _hypothetical(body: str) -> bool:
