@@ -322,3 +322,18 @@ def test_a_lasting_note_is_shown_without_a_date_and_a_change_with_one() -> None:
     lines = mem.recall("latex gloves, and the place in Gentilly", user_id="u1", now=NOW).render().splitlines()
     assert "- I'm allergic to latex, gloves and balloons included." in lines
     assert "- We moved to Gentilly, the new place has central air. (2026-11-16)" in lines
+
+
+def test_a_note_that_meets_the_request_only_in_a_name_is_a_weak_match() -> None:
+    """ "What's Tala's middle name?" is not answered by what the user said of Tala's tastes (the
+    shared name lifts the cosine over the floor of a confident match); what they said of her
+    name is, and a note meaning alone vouches for stays confident."""
+    ask, coconut, name = "What's Tala's middle name?", "Tala can't stand coconut.", "Tala's middle name is Marie."
+    close = "Tala is a nurse."  # as near in meaning as meaning alone vouches for
+    table = {ask: [1.0, 0.0, 0.0, 0.0], coconut: [0.45, 0.89, 0.0, 0.0], name: [0.9, 0.43, 0.0, 0.0],
+             close: [0.8, 0.6, 0.0, 0.0]}  # fmt: skip
+    mem = Memory(embedder=_Meanings(table))
+    for key, text in (("note_coconut", coconut), ("note_name", name), ("note_close", close)):
+        mem.facts.set(key, text, user_id="u", at=_NOW - timedelta(days=9))
+    weak = {f.key: s.weak for f, s in mem.facts.search(ask, user_id="u", k=5)}
+    assert weak == {"note_coconut": True, "note_name": False, "note_close": False}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trimem.text.words import instruction_spans, keywords, mask, trim_punctuation
+from trimem.text.words import instruction_spans, keywords, mask, name_words, trim_punctuation
 
 
 def test_keywords() -> None:
@@ -39,3 +39,7 @@ def test_names_and_small_words_are_told_apart_only_where_case_tells() -> None:
     assert small_words("my partner Lukas is German") == ["my", "partner", "is"]
     assert small_words("I teach chem") == ["teach", "chem"]
     assert small_words("im off to barton springs") is None
+
+
+def test_a_word_of_a_name_may_have_letters_beyond_ascii() -> None:
+    assert name_words("What's the name of Théo's teacher? Zoë knows.") == ["Théo"]

@@ -7,14 +7,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
 
 import msgspec
 import numpy as np
 
 from trimem._backend import Backend, Floors
 from trimem._checks import check_str
+from trimem._core import tokenize
 from trimem.config import (
     FACT_QUESTION_SUPPORT,
     MAX_TEXT_CHARS,
@@ -26,6 +27,8 @@ from trimem.config import (
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
 from trimem.text.notes import asks_for_fact
 from trimem.text.script import has_han, query_language
+from trimem.text.stopwords import QUERY_STOPWORDS
+from trimem.text.words import name_words
 
 
 def check_options(given: Mapping[str, object], allowed: Iterable[str], what: str) -> None:
@@ -43,6 +46,27 @@ def check_text(text: object) -> str:
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidArgumentError(f"text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS}; split it")
     return check_str("text", text)
+
+
+# Words of grammar (and the single letters tokenizing leaves of "What's") meet anything.
+_GRAMMAR: Final = frozenset(tokenize(" ".join(QUERY_STOPWORDS), stem=True)) | frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def named_only(request: str) -> Callable[[str], bool] | None:
+    """For a request that names someone or something ("What's Tala's middle name?"), whether a
+    text meets it only in those names ("Tala can't stand coconut"): the name lifts both the
+    keyword score and the cosine, so the floors let such a text pass as a confident match
+    though it says nothing of what is asked. None when the request names no one."""
+    names = frozenset(tokenize(" ".join(name_words(request)), stem=True, stopwords=True))
+    if not names:
+        return None
+    asked = frozenset(tokenize(request, stem=True, stopwords=True)) - _GRAMMAR
+
+    def only(text: str) -> bool:
+        shared = asked.intersection(tokenize(text, stem=True, stopwords=True))
+        return bool(shared) and shared <= names
+
+    return only
 
 
 def _cosine_floors(declared: object, name: str | None) -> tuple[float, float, float]:

@@ -29,7 +29,7 @@ from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
 from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
-from trimem.layers._shared import Embedding, IndexedLayer, check_text
+from trimem.layers._shared import Embedding, IndexedLayer, check_text, named_only
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
 from trimem.telemetry import instrument
@@ -94,6 +94,24 @@ def _by_facets(
     most = math.log((n + 1) / 1.5)
     gains = [FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most for names in touched]
     return _with_leg(found, gains, "facets")
+
+
+def _named_only_is_weak(
+    found: builtins.list[tuple[Fact, Scored]], request: str, floors: Floors
+) -> builtins.list[tuple[Fact, Scored]]:
+    """`found`, where a note that meets the request only in a name (:func:`named_only`) is
+    labelled weak: "What's Tala's middle name?" is not answered by "Tala can't stand coconut"."""
+    only = named_only(request)
+    if only is None:
+        return found
+    out = [
+        (f, msgspec.structs.replace(s, weak=True))
+        if not s.weak and is_note_key(f.key) and (s.cosine or 0.0) < floors.cosine_alone and only(f.value)
+        else (f, s)
+        for f, s in found
+    ]
+    out.sort(key=lambda fs: (fs[1].weak, -fs[1].score))
+    return out
 
 
 def _by_agreement(
@@ -303,7 +321,7 @@ class Facts(IndexedLayer):
         q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
                   floors=self._embed.floors(self.floors, query, request=request), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
-        found = self._backend.search_facts(q, self._policy)
+        found = _named_only_is_weak(self._backend.search_facts(q, self._policy), request or query, q.floors)
         if len(found) < 2:  # nothing to reorder
             return found
         wanted = facets(query if request is None else request)

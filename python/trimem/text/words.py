@@ -101,7 +101,7 @@ def trim_punctuation(text: str) -> str:
 
 
 # A word of a name: capitalised inside a sentence ("Barton Springs Mill", "my partner Lukas").
-_NAME_WORD: Final = re.compile(r"(?<=[a-z0-9,;:)'’] )[A-Z][A-Za-z]+")
+_NAME_WORD: Final = re.compile(r"(?<=[a-z0-9,;:)'’] )[A-Z][^\W\d_]+")
 _SMALL_WORD: Final = re.compile(r"\b[a-z]{2,}\b")
 _CAPITAL_I: Final = re.compile(r"\bI\b")
 
