@@ -358,6 +358,7 @@ def test_what_the_user_got_or_gave_up_is_a_lasting_change(text: str) -> None:
         ("有高血压，每天一片药", "有高血压,每天一片药"),
         ("手机是华为Mate 60，用了两年", "手机是华为Mate 60,用了两年"),
         ("那几个老客户只认现金，咋整", "那几个老客户只认现金"),  # "那几个": those, not "how many"
+        ("调去后勤了，管食堂做得咋样，工资少了点", "调去后勤了,管食堂做得咋样,工资少了点"),  # "做得咋样": how well
         # the subject chat leaves out is the user
         ("周四晚上雷打不动去学古琴，学了三年了", "周四晚上雷打不动去学古琴,学了三年了"),
         ("驾照拿了两年，一上高架就紧张", "驾照拿了两年,一上高架就紧张"),
@@ -419,7 +420,8 @@ def test_news_keeps_what_came_before_it_and_a_change_in_passing_is_kept(text: st
 @pytest.mark.parametrize(
     "text",
     ["Big news — I got the charge nurse position! Starts January 5th, mostly days.", "Finally switched jobs!",
-     "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了"],
+     "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了",
+     "闺女考上大学了，九月去武汉", "奶茶店盘出去了，现在在家带娃", "上个月辞职了，在家歇着"],
 )  # fmt: skip
 def test_a_change_is_told_in_everyday_words(text: str) -> None:
     (note,) = read_notes(text)

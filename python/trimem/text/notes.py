@@ -159,6 +159,8 @@ _EN_CHANGE: Final = re.compile(
 _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
     rf"脱单|升[^了,，。]{{0,3}}了|加装|租了|买了[个辆台套间只部]|领养了|入手了|"
+    # the turns of a life: a school got into, a business let go, a job left, a wedding
+    rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
@@ -203,7 +205,7 @@ _EN_NEW_IS: Final = re.compile(
 )
 # ("咋", colloquial "how", asks; "不咋样" is "not much good")
 _ZH_QUESTION: Final = re.compile(
-    r"怎么|如何|为什么|是不是|能不能|可不可以|(?<!不)咋|吗$|呢$|多久|多长时间|好久$|好久(?=是|能|才|可以)"
+    r"怎么|如何|为什么|是不是|能不能|可不可以|(?<![不得])咋|吗$|呢$|多久|多长时间|好久$|好久(?=是|能|才|可以)"
     # a question chat writes without its mark: "还能吃不", "可以用伐", "先炒青椒还是先炒肉"
     r"|(?<=[\u4e00-\u9fff])[不伐么](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
 )
