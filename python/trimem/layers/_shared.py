@@ -5,10 +5,11 @@ writes."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -48,8 +49,11 @@ def check_text(text: object) -> str:
     return check_str("text", text)
 
 
-# Words of grammar (and the single letters tokenizing leaves of "What's") meet anything.
-_GRAMMAR: Final = frozenset(tokenize(" ".join(QUERY_STOPWORDS), stem=True)) | frozenset("abcdefghijklmnopqrstuvwxyz")
+@functools.cache  # on first use, not at import
+def _grammar() -> frozenset[str]:
+    """Words of grammar as index terms (and the single letters tokenizing leaves of "What's"):
+    they meet anything."""
+    return frozenset(tokenize(" ".join(QUERY_STOPWORDS), stem=True)) | frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 def named_only(request: str) -> Callable[[str], bool] | None:
@@ -60,7 +64,7 @@ def named_only(request: str) -> Callable[[str], bool] | None:
     names = frozenset(tokenize(" ".join(name_words(request)), stem=True, stopwords=True))
     if not names:
         return None
-    asked = frozenset(tokenize(request, stem=True, stopwords=True)) - _GRAMMAR
+    asked = frozenset(tokenize(request, stem=True, stopwords=True)) - _grammar()
 
     def only(text: str) -> bool:
         shared = asked.intersection(tokenize(text, stem=True, stopwords=True))

@@ -261,8 +261,8 @@ class Recall:
                 profile[key] = fact
         matches: dict[str, Scored] = {}
         # the days a request names are a time range for the episodes, and words for the habits
-        text = " ".join((text, *weekday_words(intent.query)))
-        for fact, scored in self._facts.search(text, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
+        fact_query = " ".join((text, *weekday_words(intent.query)))
+        for fact, scored in self._facts.search(fact_query, user_id=user_id, agent_id=agent_id, k=PROFILE_K, vector=vector,
                                                now=now, request=intent.query, episode_ranks=episode_ranks):  # fmt: skip
             if fact.key not in profile:
                 profile[fact.key] = fact

@@ -308,16 +308,11 @@ def _en_note(body: str) -> bool:
         return False
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
-    acquired = re.search(_EN_ACQUIRED, body, re.I) is not None
     if _EN_PAST_OPENING.match(body):
         # (a change: "Switched to oat milk"; starting a thing is an event: "Started the Node service")
         changed = _EN_CHANGE.search(body) is not None and _EN_STARTED_THING.match(body) is None
         return _EN_PRESENT.search(body) is not None or lasting or changed
-    return (
-        lasting
-        or acquired
-        or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
-    )
+    return lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
 
 
 _ZH_CLAUSE: Final = re.compile(r"[,;]")
@@ -483,6 +478,11 @@ _EN_OF_THEM: Final = re.compile(
 _ZH_OF_THEM: Final = re.compile(r"^(?:她|他|它)(?!们?说)")
 
 
+def _en_story(body: str) -> bool:
+    """Whether English `body` tells a story of the moment: a past tense and no present one."""
+    return _EN_PAST_ANY.search(body) is not None and _EN_PRESENT.search(body) is None
+
+
 def _passing_note(body: str, zh: bool) -> bool:
     """Whether a clause of a sentence that asks is a statement about the user, told in passing:
     in the first person and not to the assistant ("我把分数发你"); in English, opening with its
@@ -498,14 +498,14 @@ def _passing_note(body: str, zh: bool) -> bool:
     opens = _EN_OWN_OPENING.match(body) is not None or (
         _EN_PAST_OPENING.match(body) is not None and _EN_PERSON.search(body) is not None
     )
-    return opens and _en_note(body) and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
+    return opens and _en_note(body) and not _en_story(body)
 
 
 def _of_them(body: str, zh: bool) -> bool:
     """Whether a clause says how someone just named is, now (not a story of the moment)."""
-    if zh:
+    if zh:  # (read as told of the one named: "她最近迷恐龙" is "我闺女最近迷恐龙")
         return _ZH_OF_THEM.match(body) is not None and "你" not in body and _zh_note("我" + body)
-    return _EN_OF_THEM.match(body) is not None and not (_EN_PAST_ANY.search(body) and not _EN_PRESENT.search(body))
+    return _EN_OF_THEM.match(body) is not None and not _en_story(body)
 
 
 def _told_in_passing(s: Sentence) -> str | None:

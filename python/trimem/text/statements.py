@@ -161,13 +161,7 @@ class StatementReader:
                     # the user's, unless it says whose or asks for a change
                     changes = [c for c in changes if c.kind == "change"]
                 # a request's "X: Y" is what to work on ("帮我润色一下这句：…"), not a label and its value
-                if (
-                    not changes
-                    and by_user
-                    and not sentence.question
-                    and len(said) == 1
-                    and not is_polite(sentence.body)
-                ):
+                if not changes and by_user and not sentence.question and len(said) == 1 and not polite:
                     changes = self._note(clause)
                 for (op, key, value, phrase, old), kind, subject in changes:
                     out.append(Statement(op, key, value, kind, subject, lang, sentence.text, phrase, old))
