@@ -463,6 +463,25 @@ def test_a_note_whose_own_words_rank_among_the_episodes_found_gains_a_hand_compu
     assert [f.key for f, s in found] == [f.key for f, s in sorted(found, key=lambda fs: (fs[1].weak, -fs[1].score))]
 
 
+def test_the_words_of_a_replaced_value_rank_for_the_note_that_replaced_them() -> None:
+    """ "My parents are in Pune", since replaced by "My parents moved to Goa": a request the old
+    words meet is about the note that holds the current value."""
+    from trimem.config import AGREEMENT_WEIGHT, Policy
+
+    mem = Memory(embedder="hashing")
+    old = mem.retain("My parents are in Pune.", user_id="u").id
+    new = mem.retain("My parents moved to Goa.", user_id="u").id
+    mem.facts.set("note_parents", "My parents are in Pune.", user_id="u", source=[old])
+    mem.facts.set("note_parents", "My parents moved to Goa.", user_id="u", source=[new])
+    mem.facts.set("note_sister", "My sister visits my parents in winter.", user_id="u")
+    found = mem.facts.search("parents", user_id="u", k=2, episode_ranks=lambda: {old: 0, new: 4})
+    rrf_k = Policy().rrf_k
+    assert {f.key: s.explain.get("agreement") for f, s in found} == {
+        "note_parents": round(AGREEMENT_WEIGHT / (rrf_k + 1), 6),
+        "note_sister": None,
+    }
+
+
 def test_recall_ranks_the_profile_by_the_episodes_it_found_for_the_same_request() -> None:
     mem = Memory(embedder="hashing")
     for text in ["I play tabla, brought mine from home.", "My parents are in Pune.", "Culture night is in March."]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
 import numpy as np
 import pytest
 
 from trimem import Memory, Policy
 from trimem.errors import InvalidArgumentError
 from trimem.pipeline.bundle import WEAK_PROFILE, RecallBundle
-from trimem.records import Episode, Fact, RecalledEpisode, Scored
+from trimem.records import Episode, Fact, FactVersion, RecalledEpisode, Scored
 from trimem.rewrite import MemoryIntent
 
 T = datetime(2026, 10, 1, tzinfo=UTC)
@@ -218,3 +219,33 @@ def test_a_users_request_matched_by_a_word_is_weak_a_statement_stays_confident()
     said = mem.retain("Which names did you like for the sword?", user_id="u", role="assistant", timestamp=T)
     weak = {r.episode.id: r.scored.weak for r in mem.recall("sword names", user_id="u").episodes}
     assert (weak[asked.id], weak[said.id]) == (True, False)
+
+
+def test_an_event_that_told_a_replaced_value_brings_the_current_value_first() -> None:
+    """The request matches how the user once put it ("Haoran walks to Yaohua every morning"); the
+    note that replaced it ("Haoran boards at Nankai now") is what the context must carry, before
+    the old telling, which the note then shows as its history instead of repeating it."""
+    day = 1_790_000_000_000_000
+    old = Episode(id=1, agent_id="a", user_id="u", text="Haoran walks to Yaohua every morning", timestamp=day)
+    history = [
+        FactVersion(value=old.text, valid_from=day, valid_to=day + 10, source=[1]),
+        FactVersion(value="Haoran boards at Nankai now", valid_from=day + 10, source=[2]),
+    ]
+    note = Fact(key="note_haoran", value="Haoran boards at Nankai now", updated_at=day + 10, version=2,
+                history=history, source=[2])  # fmt: skip
+    filler = [Fact(key=f"note_{i}", value=f"filler note number {i}", updated_at=day, version=1) for i in range(4)]
+    intent = MemoryIntent(query="q", text="q", keywords=[], keys=[], time_range=None, time_expression=None,
+                          language="en")  # fmt: skip
+    b = RecallBundle(query="q", intent=intent, profile=[*filler, note],
+                     profile_matches={f.key: Scored(score=0.1, weak=True) for f in [*filler, note]},
+                     episodes=[RecalledEpisode(old, Scored(score=1.0, weak=False))])  # fmt: skip
+    # the profile's share holds the fillers only; the old telling, recalled with confidence,
+    # brings its replacement in before anything else of the budget is spent
+    text = b.render(60, counter=words)
+    assert "Haoran boards at Nankai now" in text and "## Recalled events" not in text
+    assert text.count("Haoran walks to Yaohua") == 1  # once, as the note's history
+    # with no replacement the event is shown as it is
+    plain = msgspec.structs.replace(note, history=[], version=1)
+    b2 = RecallBundle(query="q", intent=intent, profile=[*filler, plain], profile_matches=b.profile_matches,
+                      episodes=b.episodes)  # fmt: skip
+    assert "## Recalled events" in b2.render(60, counter=words)

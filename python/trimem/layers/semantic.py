@@ -121,7 +121,9 @@ def _by_agreement(
     read from) ranks ``r``-th among the episodes found for the same request gains
     ``AGREEMENT_WEIGHT / (rrf_k + 1 + r)``; a keyed fact's words say more than its value ("my
     German is B2-ish, dreadful on the phone with the Finanzamt")."""
-    best = [min((ranks[s] for s in fact.source if s in ranks), default=None) for fact, _ in found]
+    # the words of a value since replaced name the subject as well as the current value's do
+    told = [(*fact.source, *(s for v in fact.history for s in v.source)) for fact, _ in found]
+    best = [min((ranks[s] for s in sources if s in ranks), default=None) for sources in told]
     return _with_leg(found, [0.0 if r is None else AGREEMENT_WEIGHT / (rrf_k + 1 + r) for r in best], "agreement")
 
 

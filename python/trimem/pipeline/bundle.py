@@ -17,7 +17,7 @@ from typing import Any
 
 from trimem._checks import check_callable, check_int
 from trimem.config import PROFILE_SHARE
-from trimem.records import Fact, RecalledEpisode, RecalledKnowledge, Scored, Turn
+from trimem.records import Fact, FactVersion, RecalledEpisode, RecalledKnowledge, Scored, Turn
 from trimem.rewrite import MemoryIntent
 from trimem.text.keys import is_note_key
 from trimem.text.notes import states_change
@@ -35,6 +35,11 @@ SECTION_TITLES = {
 WEAK_PROFILE = "### Weak matches (the user said these; they may not bear on this request)"
 _WEAK = "(weak match) "
 _HISTORY_CHARS = 120  # a superseded value is shown this long at most
+
+
+def _replaced(f: Fact) -> list[FactVersion]:
+    """The values `f` held before its current one, oldest first."""
+    return [v for v in f.history if v.valid_to is not None and v.value is not None and v.value != f.value]
 
 
 def _quote(text: str, limit: int = 2000) -> str:
@@ -108,7 +113,7 @@ class RecallBundle:
     def _fact_line(self, f: Fact, day: Callable[[int], str]) -> str:
         """A fact as ``key: value`` (a note as its text), since when, and the value it replaced:
         a stale value appears only as history, after the current one."""
-        before = [v for v in f.history if v.valid_to is not None and v.value is not None and v.value != f.value]
+        before = _replaced(f)
         was = ""
         if before:
             old = before[-1]
@@ -129,14 +134,31 @@ class RecallBundle:
         return f"- {f.key}: {' '.join(said.split()) if said else text} (since {day(f.updated_at)}{was})"
 
     def _quoted_sources(self, fact: int | None) -> set[int]:
-        """The episodes a profile line quotes: a note's, a keyed fact's evidence (none for the
-        heading or a keyed fact shown without its words)."""
+        """The episodes a profile line quotes: a note's (with the one its shown former value came
+        from), a keyed fact's evidence (none for the heading or a keyed fact shown without its
+        words)."""
         if fact is None:
             return set()
         f = self.profile[fact]
         if is_note_key(f.key):
-            return set(f.source)
+            before = _replaced(f)
+            return {*f.source, *(before[-1].source if before else ())}
         return {f.source[-1]} if f.key in self.profile_evidence and f.source else set()
+
+    def _replacing_lines(self) -> dict[int, int]:
+        """Each episode that told a value a profile fact has since replaced → that fact's profile
+        line: recalling the old telling is reason to show the current value (and the old as
+        its history)."""
+        out: dict[int, int] = {}
+        for line, fact in enumerate(self._fact_order()):
+            if fact is None:
+                continue
+            f = self.profile[fact]
+            for v in _replaced(f):
+                for source in v.source:
+                    if source not in f.source:
+                        out.setdefault(source, line)
+        return out
 
     def _weak_line(self, name: str, i: int) -> bool:
         """Whether line `i` of section `name` is an event or document labelled a weak match."""
@@ -183,13 +205,29 @@ class RecallBundle:
             if name == "profile" and heading != -1 and i > heading and heading not in kept:
                 kept.append(heading)
 
+        replacing = self._replacing_lines()
+
+        def current_first(event: int) -> bool:
+            """Shows the current value of what event `event` told before the event itself (which
+            a note then quotes as its history): whether the event is on show now."""
+            nonlocal used
+            line = replacing.get(self.episodes[event].episode.id)
+            kept = shown.setdefault("profile", [])
+            if line is not None and line not in kept:
+                cost = cost_of("profile", line, kept)
+                if used + cost <= max_tokens:
+                    used += cost
+                    keep("profile", line, kept)
+                    noted.update(self._quoted_sources(facts[line]))
+            return self.episodes[event].episode.id in noted
+
         for name, lines in sections.items():
             cap = used + int(max_tokens * PROFILE_SHARE) if name == "profile" else max_tokens
             kept = shown.setdefault(name, [])
             for i in range(len(lines)):
                 if name == "profile" and i == heading:
                     continue  # shown with the first weak match that fits
-                if name == "episodes" and self.episodes[i].episode.id in noted:
+                if name == "episodes" and not self.episodes[i].scored.weak and current_first(i):
                     continue
                 if self._weak_line(name, i):
                     later.append((name, i))
@@ -208,10 +246,12 @@ class RecallBundle:
         # the weak matches: rank, don't cut
         shown_events = {self.episodes[i].episode.id for i in shown.get("episodes", [])}
         for name, i in [("profile", i) for i in left] + later:
+            if name == "profile" and i in shown["profile"]:
+                continue  # shown already, before the event that told its former value
             sources = self._quoted_sources(facts[i]) if name == "profile" else set()
             if sources and sources <= shown_events:
                 continue  # its words are on show already, as the event it came from
-            if name == "episodes" and self.episodes[i].episode.id in noted:
+            if name == "episodes" and current_first(i):
                 continue  # shown already, as a note
             cost = cost_of(name, i, shown[name])
             if used + cost <= max_tokens:
