@@ -919,3 +919,44 @@ def test_a_change_told_as_news_replaces_the_fact_keyed_by_its_subject_phrase() -
     assert fact is not None and "Marisol" in fact.value
     assert fact.history[0].value == "Rogelio"
     assert not [f for f in mem.facts.list(user_id="u") if "Marisol" in f.value and f.key != "lead_baker"]
+
+
+def test_an_everyday_verb_is_no_subject() -> None:
+    """ "Gareth's swallowing has got worse" is not about "I've got Meniere's": "got" says nothing
+    of what."""
+    from trimem.pipeline.reflection import subject_words
+
+    assert not {"got", "\x01got", "get", "final"} & subject_words("I've got it, finally. Get going.")
+
+
+def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
+    """ "Charmaine and I moved into the Punggol flat" shares "Charmaine" with three notes about
+    her and "Punggol" with one, the note it replaces: a word fewer notes share names the subject
+    more surely."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    said = [
+        "I'm still staying with my parents in Toa Payoh until our BTO in Punggol is ready.",
+        "Charmaine is a pastry chef at a hotel on Sentosa.",
+        "Charmaine and I are saving for the wedding.",
+        "Charmaine can't take prawns or any shellfish.",
+        # (among enough other notes that a word three share is not everyday)
+        "I paddle with a dragon boat team on Saturdays.",
+        "I'm pre-diabetic, so kopi kosong for me.",
+        "My sister Valerie works in Taipei.",
+        "I'm a lifelong Liverpool fan.",
+        "I give my parents $1,200 a month.",
+        "I'm doing JLPT N4 classes on Sunday evenings.",
+        "Friday nights are Gran Turismo with my cousins.",
+        "My reservist training is usually in March.",
+    ]
+    for i, text in enumerate(said):
+        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
+    mem.reflect(user_id="u")
+    mem.retain("Charmaine and I moved into the Punggol flat two weeks ago!", user_id="u", timestamp=t0 + timedelta(90))
+    mem.reflect(user_id="u")
+    (moved,) = [f for f in mem.facts.list(user_id="u") if "moved into" in f.value]
+    assert moved.history[0].value == said[0]
+    assert len(mem.facts.list(user_id="u")) == len(said)

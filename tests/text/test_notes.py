@@ -79,6 +79,13 @@ from trimem.text.notes import (
         "最近在戒咖啡。",  # what one is doing these days
         "女儿在张江上班，做啥芯片的，忙得不得了",  # "做啥芯片的": some kind of chip work, no question
         "我这份工作不咋样，但离家近",  # "不咋样": not much good
+        # someone named: where they now are, or who they are said between name and verb
+        "Dafydd's home for good!",
+        "Osian, Non's boy, is six and autistic.",
+        # an interjection before the user's own statement is no request
+        "Okay I caved, we bought a used Honda Vezel hybrid.",
+        # a step down told without its subject is a change, not a story
+        "Stepped down as organist at the chapel, my hands aren't what they were.",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -145,6 +152,7 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "给五岁小孩推荐几本科普书",
         "这两天降温，冻死了",  # a moment
         "帮我写个请假条，家里有事",  # a moment's excuse, however short
+        "Okay, write me a poem about the sea",  # an interjection before a request
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:
@@ -191,6 +199,10 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("公司改用企业微信沟通。", True),
         ("他调到成都分公司了，住得离我就二十分钟。", True),  # someone of the user's life moved
         ("My sister relocated to Leeds with the twins.", True),
+        ("Dafydd's home for good, he's taking over the flock.", True),  # for good: from now on
+        ("Resigned from the council after twelve years.", True),
+        ("we bought a used Honda Vezel hybrid", True),  # a make after "used" is an acquisition
+        ("Dafydd's been in New Zealand since 2019.", False),
         ("我们组每周五下午做代码评审。", False),
         ("我每周五晚上去练书法，已经练了三年了。", False),  # how long, not a change
         ("I take the 7:40 express bus downtown every morning.", False),

@@ -144,13 +144,16 @@ class Reflection:
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
         common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
         words = frozenset(t for t in subject_words(what_was_said(told)) if _base(t) not in common)
-        shared = {key: len({_base(t) for t in words & ws}) for key, ws in held_words.items()}
+        bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
+        shared = {key: len(b) for key, b in bases.items()}
         cosine: dict[str, float] = {}
         vector = self._facts.embed_fact(NOTE_PREFIX, text)
         if vector is not None:
             vectors = self._facts.vectors(list(held), user_id=user_id, agent_id=agent_id)
             cosine = {key: float(v @ vector) for key, v in vectors.items()}
-        score = {key: shared[key] + cosine.get(key, 0.0) for key in held}
+        # a word fewer notes share names the subject more surely: "Punggol" (one note) over
+        # "Charmaine" (three)
+        score = {key: sum(1 / counts[w] for w in bases[key]) + cosine.get(key, 0.0) for key in held}
         best = max(held, key=lambda key: (score[key], key))
         reads = bool(cosine) and self._facts.reads(text)
         near = cosine.get(best, 0.0)

@@ -94,7 +94,10 @@ _ZH_WORLD: Final = re.compile(
 # asks for a reminder: it is no aside).
 _EN_ASIDE: Final = re.compile(
     r"^(?:btw|by\s+the\s+way|fyi|oh\s+and|just\s+so\s+you\s+know|for\s+the\s+record|"
-    r"(?:please\s+)?(?:remember|note|remind\s+me)(?:\s+that\b|\s*[,:]))[\s,:]*",
+    r"(?:please\s+)?(?:remember|note|remind\s+me)(?:\s+that\b|\s*[,:])|"
+    # an interjection before the user's own statement: "Okay I caved, we bought a Vezel"
+    r"(?:ok|okay|well|alright|right|so|oh)\b[\s,!.—–-]*(?=(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|we've|we’ve|my|our)\b))"
+    r"[\s,:]*",
     re.I,
 )
 # A request or instruction to the assistant, by its first word.
@@ -122,7 +125,7 @@ _EN_MOMENT: Final = re.compile(
 _ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今早|昨晚|这周|本周|今儿|今朝|昨日|今日|这两天|这几天")
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
-_EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead"
+_EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead|for\s+good"
 _ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|改到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
@@ -147,12 +150,13 @@ _EN_ACQUIRED: Final = (
     r"took\s+(?:a|an|the|up\s+a)\s+(?:[\w-]+\s+){0,3}?(?:job|role|position|post|offer)|"
     r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|got\s+(?:married|engaged|divorced)|diagnosed|"
     r"had\s+(?:a\s+baby|twins|triplets|(?:a|her|his|their)\s+(?:first\s+)?(?:baby|son|daughter|boy|girl))|"
-    r"(?:bought|picked\s+up)\s+(?:a|an|my|our)\s+(?-i:[A-Z0-9])\w*|"
+    r"(?:bought|picked\s+up)\s+(?:a|an|my|our)\s+(?:(?:new|used|second-hand|secondhand|refurbished)\s+)?"
+    r"(?-i:[A-Z0-9])\w*|"
     r"(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)\s+[\w-]+\s+(?:arrived|came))\b"
 )
 _EN_CHANGE: Final = re.compile(
     r"\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
-    r"converted|transferred|relocated|promoted|hired|got\s+the\s+(?:job|position|role|promotion|place)|"
+    r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|got\s+the\s+(?:job|position|role|promotion|place)|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b|{_EN_ACQUIRED}",
     re.I,
 )
@@ -254,8 +258,12 @@ _EN_NAMED: Final = re.compile(
     # any verb of theirs ("Freja skippers the ferry"), and what is theirs ("Lola's birthday is …")
     r"|(?!(?:is|was|has|this|thus|plus|us|always|as|yes|his|hers|its|less|unless|across|perhaps)\b)[a-z]{3,}s)\b"
     r"|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:))"  # "Eli's 16": an age
-    r"|(?:'s|’s)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|has|was)\b)"
+    r"|(?:'s|’s)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|has|was)\b"
+    # where they are or what they are now: "Dafydd's home for good", "Mia's been at Arup since May"
+    r"|(?:'s|’s)\s+(?:home|back|away|pregnant|engaged|married|retired|expecting|been|finally|now|still)\b)"
 )
+# Who someone named is, said between their name and how they are: "Osian, Non's boy, is six".
+_EN_APPOSITIVE: Final = re.compile(r"^([A-Z][a-zà-öø-ÿ]+),\s+[^,]{2,40},(?=\s)")
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
 _ZH_ADVICE: Final = re.compile(r"比较|最好|合适|好呢|怎么|如何|应该|该|推荐|建议|划算")
@@ -280,7 +288,7 @@ class Note(msgspec.Struct, frozen=True):
 def _named(body: str) -> bool:
     """Whether `body` tells how someone named is ("Jess is allergic to shellfish", "Omar works
     nights"): in a user's message, one of the people of their life."""
-    found = _EN_NAMED.match(body)
+    found = _EN_NAMED.match(_EN_APPOSITIVE.sub(r"\1", body, count=1))
     return found is not None and found.group(1).casefold() not in NOT_SUBJECT
 
 
@@ -666,6 +674,8 @@ NOT_SUBJECT_WORDS: Final = (
     "now anymore longer these days nowadays instead since new moved changed switched started stopped "
     "every each always usually never most weekdays weekends mornings evenings nights today week month "
     "year time day days work "
+    # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
+    "get gets got getting gotten gone went going finally actually really still "
     # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
     # "little cottage" about "Little Tern Coffee"
     "km kms mile miles kg kgs lb lbs hour hours hr hrs minute minutes min mins percent "
