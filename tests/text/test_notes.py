@@ -200,6 +200,10 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("他调到成都分公司了，住得离我就二十分钟。", True),  # someone of the user's life moved
         ("My sister relocated to Leeds with the twins.", True),
         ("Dafydd's home for good, he's taking over the flock.", True),  # for good: from now on
+        ("小葡萄接回郑州了，上了小区门口的幼儿园。", True),  # brought home, started at a kindergarten
+        ("他转业了，分到市应急管理局。", True),
+        ("爸妈搬来大理了，就住隔壁栋。", True),
+        ("我上了个厕所。", False),  # "上了" alone starts nothing
         ("Resigned from the council after twelve years.", True),
         ("we bought a used Honda Vezel hybrid", True),  # a make after "used" is an acquisition
         ("Dafydd's been in New Zealand since 2019.", False),

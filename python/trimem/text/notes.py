@@ -164,7 +164,9 @@ _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
     rf"脱单|升[^了,，。]{{0,3}}了|加装|租了|买了[个辆台套间只部]|领养了|入手了|"
     # the turns of a life: a school got into, a business let go, a job left, a wedding
-    rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|"
+    rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|转业|跳槽|"
+    # a move, and a child brought home or started at school
+    rf"搬家|搬到|搬去|搬回|搬进|搬来|接回|上了[^,，。]{{0,6}}(?:幼儿园|托班|小学|初中|高中|大学)|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
