@@ -337,3 +337,18 @@ def test_a_note_that_meets_the_request_only_in_a_name_is_a_weak_match() -> None:
         mem.facts.set(key, text, user_id="u", at=_NOW - timedelta(days=9))
     weak = {f.key: s.weak for f, s in mem.facts.search(ask, user_id="u", k=5)}
     assert weak == {"note_coconut": True, "note_name": False, "note_close": False}
+
+
+def test_a_question_for_one_piece_of_someones_information_is_not_met_by_a_text_without_them() -> None:
+    """ "How old is Gareth?" shares "old" with "Mot, the old dog, is fourteen": a question for one
+    piece of information of someone named is not answered by a note that names no one of them;
+    a request that asks for no such piece keeps the match confident."""
+    ask, dog = "How old is Gareth?", "Mot, the old dog, is fourteen."
+    advice = "Gareth wants an old-school present, what should I get?"
+    table = {ask: [1.0, 0.0, 0.0, 0.0], advice: [1.0, 0.0, 0.0, 0.0], dog: [0.45, 0.89, 0.0, 0.0]}
+    mem = Memory(embedder=_Meanings(table))
+    mem.facts.set("note_dog", dog, user_id="u", at=_NOW - timedelta(days=9))
+    mem.facts.set("note_swim", "I swim on Tuesdays.", user_id="u", at=_NOW - timedelta(days=9))
+    weak = {f.key: s.weak for f, s in mem.facts.search(ask, user_id="u", k=5)}
+    assert weak["note_dog"] is True
+    assert {f.key: s.weak for f, s in mem.facts.search(advice, user_id="u", k=5)}["note_dog"] is False

@@ -58,17 +58,21 @@ def _grammar() -> frozenset[str]:
 
 def named_only(request: str) -> Callable[[str], bool] | None:
     """For a request that names someone or something ("What's Tala's middle name?"), whether a
-    text meets it only in those names ("Tala can't stand coconut"): the name lifts both the
+    text meets it only in those names ("Tala can't stand coconut") or, when it asks for one
+    piece of information, in none of them: the name (or the word asked for) lifts both the
     keyword score and the cosine, so the floors let such a text pass as a confident match
     though it says nothing of what is asked. None when the request names no one."""
     names = frozenset(tokenize(" ".join(name_words(request)), stem=True, stopwords=True))
     if not names:
         return None
     asked = frozenset(tokenize(request, stem=True, stopwords=True)) - _grammar()
+    # a question for one piece of information of someone named is not met by a text that
+    # names no one of them: "How old is Gareth?" by "Mot, the old dog, is fourteen"
+    of_them = asks_for_fact(request, own_life=False)
 
     def only(text: str) -> bool:
         shared = asked.intersection(tokenize(text, stem=True, stopwords=True))
-        return bool(shared) and shared <= names
+        return bool(shared) and (shared <= names or (of_them and shared.isdisjoint(names)))
 
     return only
 

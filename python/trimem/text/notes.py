@@ -629,17 +629,20 @@ def is_request(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)  # asked by each search of one recall of the same request
-def asks_for_fact(text: str) -> bool:
+def asks_for_fact(text: str, *, own_life: bool = True) -> bool:
     """Whether `text` asks for a piece of information of the asker's own life — a date, a name, a
     number, which one — as a question recalling what they told does ("when's Linda's birthday
     again?", "我驾驶证啥时候到期来着？"), not for a task or advice ("what should I cook tonight?",
     "帮我查查怎么报销"), nor about others' lives ("When did Melanie paint a sunrise?"). A memory
-    that shares only the subject of such a question does not answer it.
+    that shares only the subject of such a question does not answer it. With ``own_life=False``
+    any question for a piece of information counts ("How old is Gareth?").
 
     >>> asks_for_fact("when's Linda's birthday again?"), asks_for_fact("我四级考了多少分来着？")
     (True, True)
     >>> asks_for_fact("What should I cook for the two of us?"), asks_for_fact("帮我写个复习计划")
     (False, False)
+    >>> asks_for_fact("How old is Gareth?"), asks_for_fact("How old is Gareth?", own_life=False)
+    (False, True)
     """
     if not isinstance(text, str) or len(text) > MAX_NOTE_CHARS:
         return False
@@ -649,11 +652,11 @@ def asks_for_fact(text: str) -> bool:
         if has_han(body):
             core = _ZH_SPACE.sub("", body)
             asks = _ZH_REQUEST.search(core) is None and _ZH_FACT_QUESTION.search(_ZH_NOT_ASKING.sub("", core))
-            if asks and _ZH_OWN.search(core) and not _ZH_ADVICE.search(core):
+            if asks and (not own_life or _ZH_OWN.search(core)) and not _ZH_ADVICE.search(core):
                 return True
         elif (
             _EN_FACT_QUESTION.match(body)
-            and (_EN_PERSON.search(body) or _EN_AGAIN.search(body))
+            and (not own_life or _EN_PERSON.search(body) or _EN_AGAIN.search(body))
             and not _EN_ADVICE.search(body)
         ):
             return True
