@@ -960,3 +960,22 @@ def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
     (moved,) = [f for f in mem.facts.list(user_id="u") if "moved into" in f.value]
     assert moved.history[0].value == said[0]
     assert len(mem.facts.list(user_id="u")) == len(said)
+
+
+def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None:
+    """ "We sold the guesthouse! … Ana is glad I have time for her" shares one word with the
+    guesthouse note and one with Ana's: the one beside "sold" names what changed."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    guesthouse, pottery = "We run a guesthouse in Bowness, eight rooms.", "Ana makes pottery in her shed, mostly mugs."
+    for i, text in enumerate([guesthouse, pottery]):
+        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
+    mem.reflect(user_id="u")
+    mem.retain("We sold the guesthouse! Too tiring. Ana is glad I have time for her.", user_id="u",
+               timestamp=t0 + timedelta(90))  # fmt: skip
+    mem.reflect(user_id="u")
+    (sold,) = [f for f in mem.facts.list(user_id="u") if "sold" in f.value]
+    assert sold.history[0].value == guesthouse
+    assert any(f.value == pottery for f in mem.facts.list(user_id="u"))

@@ -9,6 +9,7 @@ from trimem.text.keys import is_denied_key, is_note_key, is_valid_key
 from trimem.text.notes import (
     MAX_NOTE_CHARS,
     asks_for_fact,
+    change_clauses,
     is_request,
     note_key,
     read_notes,
@@ -442,3 +443,16 @@ def test_news_keeps_what_came_before_it_and_a_change_in_passing_is_kept(text: st
 def test_a_change_is_told_in_everyday_words(text: str) -> None:
     (note,) = read_notes(text)
     assert note.change
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("We sold the guesthouse! Too tiring. Ana is glad I have time for her.", "We sold the guesthouse"),
+        ("民宿转出去了！太累了。顺便卖阿金的扎染", "民宿转出去了"),
+        ("越野车不开了，换了台极氪7X，古城里停车方便多了", "换了台极氪7X"),
+        ("I'm allergic to cats.", ""),  # no change told
+    ],
+)
+def test_the_clauses_that_tell_a_change(text: str, clauses: str) -> None:
+    assert change_clauses(text) == clauses

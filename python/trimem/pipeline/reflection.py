@@ -26,7 +26,14 @@ from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key
-from trimem.text.notes import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, note_key, states_change, what_was_said
+from trimem.text.notes import (
+    NOT_SUBJECT_HAN,
+    NOT_SUBJECT_WORDS,
+    change_clauses,
+    note_key,
+    states_change,
+    what_was_said,
+)
 from trimem.text.stopwords import QUERY_STOPWORDS
 from trimem.text.words import name_words, small_words
 
@@ -143,8 +150,12 @@ class Reflection:
         # a word many of the user's notes share ("公司", "work") names no one subject
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
         common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
-        words = frozenset(t for t in subject_words(what_was_said(told)) if _base(t) not in common)
+        said = what_was_said(told)
+        words = frozenset(t for t in subject_words(said) if _base(t) not in common)
         bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
+        # what changed is named beside the word that tells the change: a word said elsewhere in
+        # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
+        focus = {_base(t) for t in subject_words(change_clauses(said))}
         shared = {key: len(b) for key, b in bases.items()}
         cosine: dict[str, float] = {}
         vector = self._facts.embed_fact(NOTE_PREFIX, text)
@@ -153,7 +164,8 @@ class Reflection:
             cosine = {key: float(v @ vector) for key, v in vectors.items()}
         # a word fewer notes share names the subject more surely: "Punggol" (one note) over
         # "Charmaine" (three)
-        score = {key: sum(1 / counts[w] for w in bases[key]) + cosine.get(key, 0.0) for key in held}
+        weight = {w: (1.0 if w in focus or not focus else 0.5) / counts[w] for b in bases.values() for w in b}
+        score = {key: sum(weight[w] for w in bases[key]) + cosine.get(key, 0.0) for key in held}
         best = max(held, key=lambda key: (score[key], key))
         reads = bool(cosine) and self._facts.reads(text)
         near = cosine.get(best, 0.0)

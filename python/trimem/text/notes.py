@@ -47,6 +47,7 @@ __all__ = [
     "NOT_SUBJECT_WORDS",
     "Note",
     "asks_for_fact",
+    "change_clauses",
     "is_request",
     "note_key",
     "read_notes",
@@ -563,6 +564,21 @@ _EN_REPORTER: Final = re.compile(
     r"decided|announced|insists)(?:\s+that)?\b[,:]?",
     re.I,
 )
+
+
+def change_clauses(text: str) -> str:
+    """The clauses of `text` that tell a change, joined ("" when none does): what a change is
+    about sits beside the word that tells it ("民宿转出去了" of "民宿转出去了！太累了。…顺便卖阿金的扎染").
+
+    >>> change_clauses("The old truck has gone to the scrappy, we bought a used Isuzu. The heater works!")
+    'we bought a used Isuzu'
+    """
+    out: list[str] = []
+    for s in sentences(prepare_text(text)):
+        for part in (_ZH_CLAUSE if has_han(s.text) else _EN_CLAUSE).split(s.text):
+            if part.strip() and states_change(part):
+                out.append(part.strip().rstrip("?!.。~ "))
+    return " ".join(out)
 
 
 def what_was_said(text: str) -> str:
