@@ -927,6 +927,8 @@ def test_an_everyday_verb_is_no_subject() -> None:
     from trimem.pipeline.reflection import subject_words
 
     assert not {"got", "\x01got", "get", "final"} & subject_words("I've got it, finally. Get going.")
+    # nor does a day of the week: it says when ("works Tuesday through Saturday")
+    assert not {"saturday", "\x01saturday", "tuesday"} & subject_words("Saturday mornings, and Tuesdays.")
 
 
 def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:

@@ -695,6 +695,8 @@ NOT_SUBJECT_WORDS: Final = (
     "now anymore longer these days nowadays instead since new moved changed switched started stopped "
     "every each always usually never most weekdays weekends mornings evenings nights today week month "
     "year time day days work "
+    "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays saturday saturdays "
+    "sunday sundays "
     # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
     "get gets got getting gotten gone went going finally actually really still "
     # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
