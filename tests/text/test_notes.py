@@ -87,6 +87,9 @@ from trimem.text.notes import (
         "Okay I caved, we bought a used Honda Vezel hybrid.",
         # a step down told without its subject is a change, not a story
         "Stepped down as organist at the chapel, my hands aren't what they were.",
+        "JOSH GOT A LOCAL JOB!!",  # shouted in capitals
+        "We got a 2020 Honda CR-V, silver.",  # a make or a year after "got a"
+        "Well the Buick's gone.",
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -456,3 +459,15 @@ def test_a_change_is_told_in_everyday_words(text: str) -> None:
 )
 def test_the_clauses_that_tell_a_change(text: str, clauses: str) -> None:
     assert change_clauses(text) == clauses
+
+
+def test_a_story_keeps_who_someone_is_and_what_the_user_still_has() -> None:
+    (note,) = read_notes(
+        "Otis, our bluetick coonhound, got into the coop AGAIN and I lost two hens. How do I stop him?"
+    )
+    assert note.text == "Otis, our bluetick coonhound"
+    (note,) = read_notes("Still got $31k of HECS from the degree I never finished 🙃 Should I pay extra?")
+    assert note.text == "Still got $31k of HECS from the degree I never finished"
+    # a story with no one introduced stays an event; a past "got" is no possession
+    assert read_notes("Otis got into the coop again and I lost two hens.") == []
+    assert read_notes("I got a B in math today.") == []

@@ -151,8 +151,9 @@ _EN_ACQUIRED: Final = (
     r"took\s+(?:a|an|the|up\s+a)\s+(?:[\w-]+\s+){0,3}?(?:job|role|position|post|offer)|"
     r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|got\s+(?:married|engaged|divorced)|diagnosed|"
     r"had\s+(?:a\s+baby|twins|triplets|(?:a|her|his|their)\s+(?:first\s+)?(?:baby|son|daughter|boy|girl))|"
-    r"(?:bought|picked\s+up)\s+(?:a|an|my|our)\s+(?:(?:new|used|second-hand|secondhand|refurbished)\s+)?"
-    r"(?-i:[A-Z0-9])\w*|"
+    r"(?:bought|picked\s+up|got)\s+(?:a|an|my|our)\s+(?:(?:new|used|second-hand|secondhand|refurbished)\s+)?"
+    r"(?-i:[A-Z0-9])\w+|got\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?:job|role|position|puppy|kitten|dog|cat)|"
+    r"(?:'s|’s|\s+is|\s+has)\s+(?:finally\s+)?gone\b(?!\s+(?:up|down|on|out|over|through|well|badly|to\s+bed))|"
     r"(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)\s+[\w-]+\s+(?:arrived|came))\b"
 )
 _EN_CHANGE: Final = re.compile(
@@ -174,7 +175,7 @@ _ZH_CHANGE: Final = re.compile(
 _EN_PRESENT: Final = re.compile(
     r"(?:'m|'re|'ve|'s|’m|’re|’ve|’s)\b|\b(?:am|is|are|do|does|don't|doesn't|have|has|can|can't|cannot|"
     r"must|need|prefer|like|love|hate|live|work|use|take|eat|drink|own|play|keep|run|go|get|belong|"
-    r"belongs|mean|means|want|tend|stay)\b",
+    r"belongs|mean|means|want|tend|stay|still\s+got)\b",
     re.I,
 )
 _PAST_VERB: Final = (
@@ -265,6 +266,8 @@ _EN_NAMED: Final = re.compile(
     # where they are or what they are now: "Dafydd's home for good", "Mia's been at Arup since May"
     r"|(?:'s|’s)\s+(?:home|back|away|pregnant|engaged|married|retired|expecting|been|finally|now|still)\b)"
 )
+# Who someone named is, said in passing: "Otis, our bluetick coonhound, got into the coop".
+_EN_WHO: Final = re.compile(r"^[A-Z][a-zà-öø-ÿ]+,\s+(?:my|our)\s+[^,.!?]{2,40}(?=,)")
 # Who someone named is, said between their name and how they are: "Osian, Non's boy, is six".
 _EN_APPOSITIVE: Final = re.compile(r"^([A-Z][a-zà-öø-ÿ]+),\s+[^,]{2,40},(?=\s)")
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
@@ -425,6 +428,10 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         if _poses_as_authority(body):
             before, last_kept = None, False
             continue
+        if body.isupper() and not has_han(body):
+            # a sentence shouted in capitals ("JOSH GOT A LOCAL JOB!!") reads as if written small
+            body = body.lower()
+            s = Sentence(body, s.text, s.question)
         if not has_han(body):
             aside = _EN_ASIDE.match(body)
             if aside is not None and aside.end() < len(body):
@@ -451,6 +458,13 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             # off") belongs to it
             kept.append(s.text.strip())
             continue
+        who = None if has_han(body) else _EN_WHO.match(body)
+        if who is not None:
+            # a story that says in passing who someone is ("Otis, our bluetick coonhound, got into
+            # the coop again") keeps who they are
+            kept.append(who.group())
+            before, last_kept = None, False
+            continue
         last_kept = False
         before = s.text.strip() if not _is_moment(body) else None
     if not kept:
@@ -464,6 +478,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
 # side"), not with what only points back at the request ("a pal of mine has it", "not flowers").
 _EN_OWN_OPENING: Final = re.compile(
     r"(?:i|i'm|i’m|i've|i’ve|im|ive|my|we|we're|we’re|we've|we’ve|our|can't|can’t|cannot|don't|don’t)\b"
+    r"|still\s+(?:got|have|owe|paying)\b"  # "Still got $31k of HECS": what the user has, said without "I"
     r"|the\s+(?:car|van|truck|house|flat|apartment|dog|cat|kids|office|team|firm|company|shop|practice)\b",
     re.I,
 )
@@ -570,7 +585,7 @@ def change_clauses(text: str) -> str:
     """The clauses of `text` that tell a change, joined ("" when none does): what a change is
     about sits beside the word that tells it ("民宿转出去了" of "民宿转出去了！太累了。…顺便卖阿金的扎染").
 
-    >>> change_clauses("The old truck has gone to the scrappy, we bought a used Isuzu. The heater works!")
+    >>> change_clauses("The old truck kept stalling, we bought a used Isuzu. The heater works!")
     'we bought a used Isuzu'
     """
     out: list[str] = []
