@@ -208,6 +208,8 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("他转业了，分到市应急管理局。", True),
         ("爸妈搬来大理了，就住隔壁栋。", True),
         ("我上了个厕所。", False),  # "上了" alone starts nothing
+        ("冰钓不整了，冰面裂了差点掉下去。", True),  # a pastime given up
+        ("旧车卖咗，换咗架小鹏G6。", True),  # Cantonese 咗 for 了
         ("Resigned from the council after twelve years.", True),
         ("we bought a used Honda Vezel hybrid", True),  # a make after "used" is an acquisition
         ("Dafydd's been in New Zealand since 2019.", False),
