@@ -929,6 +929,9 @@ def test_an_everyday_verb_is_no_subject() -> None:
     assert not {"got", "\x01got", "get", "final"} & subject_words("I've got it, finally. Get going.")
     # nor does a day of the week: it says when ("works Tuesday through Saturday")
     assert not {"saturday", "\x01saturday", "tuesday"} & subject_words("Saturday mornings, and Tuesdays.")
+    # in Chinese too: "大冬天" is not about "冬天最稀罕去冰钓", "礼拜天早上" not about "一礼拜都碰不上"
+    assert not {"礼拜", "早上", "冬天", "\x01礼拜"} & subject_words("现在礼拜天早上去公园,大冬天也去")
+    assert "公园" in subject_words("现在礼拜天早上去公园")
 
 
 def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:

@@ -713,6 +713,10 @@ NOT_SUBJECT_WORDS: Final = (
     "year time day days work "
     "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays saturday saturdays "
     "sunday sundays "
+    # (Chinese: the days, seasons and times of day, as the character pairs the index reads them in)
+    "礼拜天 礼拜一 礼拜二 礼拜三 礼拜四 礼拜五 礼拜六 礼拜日 星期天 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
+    "周一 周二 周三 周四 周五 周六 周日 周末 早上 早晨 上午 中午 下午 晚上 傍晚 半夜 夜里 每天 天天 每周 每月 每年 "
+    "今年 去年 明年 平时 冬天 夏天 春天 秋天 "
     # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
     "get gets got getting gotten gone went going finally actually really still "
     # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
