@@ -36,6 +36,7 @@ __all__ = [
     "MIN_WHOLE_SHARE",
     "NEIGHBOUR_POOL",
     "NEIGHBOUR_STEPS",
+    "SUBJECT_FACET_WEIGHT",
     "Policy",
     "explain",
 ]
@@ -102,6 +103,13 @@ AGREEMENT_WEIGHT: Final = 0.5
 by where the user's words it was read from rank among the episodes found for the same request:
 two searches of different texts (the user's facts, everything said) agreeing tell more than
 either."""
+
+SUBJECT_FACET_WEIGHT: Final = 0.5
+"""When reflect looks for the note a change replaces: what a facet of life shared with the change
+(home, work, getting around; :mod:`trimem.text.facets`) weighs beside a word shared with it
+(1, less for a word many notes share). It breaks ties of words: "Moved out of the Obs house!"
+replaces "I live in a house share", not "we do a gig in Obs"."""
+
 PROFILE_SHARE: Final = 0.6
 """The share of a rendered context the profile may fill: the rest is left to the events and
 documents recalled."""

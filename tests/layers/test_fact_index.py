@@ -258,12 +258,23 @@ def test_a_change_supersedes_a_fact_keyed_by_the_users_own_phrase_but_not_by_a_c
 
 
 def test_a_change_that_shares_words_equally_with_two_notes_replaces_neither() -> None:
-    mem = Memory(embedder=None)  # words only: nothing to break the tie
+    mem = Memory(embedder=None)  # words only, and no part of life shared: nothing breaks the tie
+    mem.retain("我们公司每年都参加广交会，春秋两季都去。", user_id="u", timestamp=ago(290))
+    mem.retain("我们公司的年会每年都在一月。", user_id="u", timestamp=ago(280))
+    mem.retain("公司搬到亦庄了，离家近了点。", user_id="u", timestamp=ago(30))
+    mem.reflect(user_id="u")
+    assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 1, 1]
+
+
+def test_a_tie_of_words_is_broken_by_the_part_of_life_a_move_is_about() -> None:
+    mem = Memory(embedder=None)
     mem.retain("我们公司每年都参加广交会，春秋两季都去。", user_id="u", timestamp=ago(290))
     mem.retain("我住回龙观，到公司单程一个多小时。", user_id="u", timestamp=ago(280))
     mem.retain("搬家了，现在住亦庄，离公司反而近了点。", user_id="u", timestamp=ago(30))
     mem.reflect(user_id="u")
-    assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 1, 1]
+    (moved,) = [f for f in mem.facts.list(user_id="u") if "亦庄" in f.value]
+    assert "回龙观" in (moved.history[0].value or "")
+    assert sorted(len(f.history) for f in mem.facts.list(user_id="u")) == [1, 2]
 
 
 @pytest.mark.parametrize(

@@ -984,3 +984,23 @@ def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None
     (sold,) = [f for f in mem.facts.list(user_id="u") if "sold" in f.value]
     assert sold.history[0].value == guesthouse
     assert any(f.value == pottery for f in mem.facts.list(user_id="u"))
+
+
+def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
+    """ "Moved out of the Obs house!" shares a word with the house share in Observatory ("house")
+    and one with the band's gigs in Obs ("Obs"): where the user lives is the part of life both the
+    move and the house share are about."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    mem = Memory(embedder=None)
+    share, band = "I live in a house share in Observatory.", "I play bass in a band, we do a gig at a bar in Obs."
+    for i, text in enumerate([share, band]):
+        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
+    mem.reflect(user_id="u")
+    mem.retain("Moved out of the Obs house! I'm renting a cottage in Kalk Bay now.", user_id="u",
+               timestamp=t0 + timedelta(90))  # fmt: skip
+    mem.reflect(user_id="u")
+    (moved,) = [f for f in mem.facts.list(user_id="u") if "Kalk Bay" in f.value]
+    assert moved.history[0].value == share
+    assert any(f.value == band for f in mem.facts.list(user_id="u"))

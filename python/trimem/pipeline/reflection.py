@@ -21,10 +21,12 @@ import msgspec
 from trimem._backend.ops import OpCursor
 from trimem._checks import check_callable, shown
 from trimem._core import tokenize
+from trimem.config import SUBJECT_FACET_WEIGHT
 from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
+from trimem.text.facets import facets
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key
 from trimem.text.notes import (
     NOT_SUBJECT_HAN,
@@ -165,7 +167,17 @@ class Reflection:
         # a word fewer notes share names the subject more surely: "Punggol" (one note) over
         # "Charmaine" (three)
         weight = {w: (1.0 if w in focus or not focus else 0.5) / counts[w] for b in bases.values() for w in b}
-        score = {key: sum(weight[w] for w in bases[key]) + cosine.get(key, 0.0) for key in held}
+        # the part of life both are about (home, work, getting around) breaks a tie of words:
+        # "Moved out of the Obs house!" is about "I live in a house share", not "a gig in Obs"
+        told_facets = facets(said)
+        held_facets = {key: facets(value) & told_facets for key, value in held.items()}
+        f_counts = Counter(f for fs in held_facets.values() for f in fs)
+        score = {
+            key: sum(weight[w] for w in bases[key])
+            + SUBJECT_FACET_WEIGHT * sum(1 / f_counts[f] for f in held_facets[key])
+            + cosine.get(key, 0.0)
+            for key in held
+        }
         best = max(held, key=lambda key: (score[key], key))
         reads = bool(cosine) and self._facts.reads(text)
         near = cosine.get(best, 0.0)
