@@ -208,7 +208,10 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("他转业了，分到市应急管理局。", True),
         ("爸妈搬来大理了，就住隔壁栋。", True),
         ("我上了个厕所。", False),  # "上了" alone starts nothing
-        ("冰钓不整了，冰面裂了差点掉下去。", True),  # a pastime given up
+        ("冰钓不整了，冰面裂了差点掉下去。", True),  # a pastime given up: 不…了, no longer
+        ("老婆不站柜台了，在屋头开网店。", True),
+        ("我受不了了。", False),  # can't stand it: no "no longer"
+        ("差不多了。", False),
         ("旧车卖咗，换咗架小鹏G6。", True),  # Cantonese 咗 for 了
         ("Resigned from the council after twelve years.", True),
         ("we bought a used Honda Vezel hybrid", True),  # a make after "used" is an acquisition
@@ -455,7 +458,7 @@ def test_a_change_is_told_in_everyday_words(text: str) -> None:
     [
         ("We sold the guesthouse! Too tiring. Ana is glad I have time for her.", "We sold the guesthouse"),
         ("民宿转出去了！太累了。顺便卖阿金的扎染", "民宿转出去了"),
-        ("越野车不开了，换了台极氪7X，古城里停车方便多了", "换了台极氪7X"),
+        ("越野车不开了，换了台极氪7X，古城里停车方便多了", "越野车不开了 换了台极氪7X"),
         ("I'm allergic to cats.", ""),  # no change told
     ],
 )

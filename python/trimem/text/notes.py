@@ -167,8 +167,9 @@ _ZH_CHANGE: Final = re.compile(
     rf"脱单|升[^了,，。]{{0,3}}了|加装|租了|买了[个辆台套间只部]|领养了|入手了|"
     # the turns of a life: a school got into, a business let go, a job left, a wedding
     rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|转业|跳槽|"
-    # a child brought home or started at school; a pastime given up ("冰钓不整了"); Cantonese 咗
-    rf"接回|上了[^,，。]{{0,6}}(?:幼儿园|托班|小学|初中|高中|大学)|不(?:整|弄|搞|玩|打|练|跑|做|干|用|抽)了|"
+    # a child brought home or started at school; what is no longer done ("冰钓不整了", "不站柜台了");
+    # Cantonese 咗
+    rf"接回|上了[^,，。]{{0,6}}(?:幼儿园|托班|小学|初中|高中|大学)|(?<![差要快])不(?!了)[\u4e00-\u9fff]{{1,3}}[了啦](?![吗吧呢])|"
     rf"[换卖转调辞]咗|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
