@@ -934,14 +934,27 @@ def test_an_everyday_verb_is_no_subject() -> None:
     assert "公园" in subject_words("现在礼拜天早上去公园")
 
 
-def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
-    """ "Charmaine and I moved into the Punggol flat" shares "Charmaine" with three notes about
-    her and "Punggol" with one, the note it replaces: a word fewer notes share names the subject
-    more surely."""
+def _after_a_change(said: list[str], change: str) -> tuple[list[str], list[str]]:
+    """Notes told a day apart, then `change` three months on, each reflected (no embedder: words
+    only): the values the change's fact replaced, oldest first, and every current value."""
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
     mem = Memory(embedder=None)
+    for i, text in enumerate(said):
+        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
+    mem.reflect(user_id="u")
+    episode = mem.retain(change, user_id="u", timestamp=t0 + timedelta(90))
+    mem.reflect(user_id="u")
+    facts = mem.facts.list(user_id="u")
+    (changed,) = [f for f in facts if episode.id in f.source]
+    return [v.value or "" for v in changed.history[:-1]], [f.value for f in facts]
+
+
+def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
+    """ "Charmaine and I moved into the Punggol flat" shares "Charmaine" with three notes about
+    her and "Punggol" with one, the note it replaces: a word fewer notes share names the subject
+    more surely."""
     said = [
         "I'm still staying with my parents in Toa Payoh until our BTO in Punggol is ready.",
         "Charmaine is a pastry chef at a hotel on Sentosa.",
@@ -957,50 +970,26 @@ def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
         "Friday nights are Gran Turismo with my cousins.",
         "My reservist training is usually in March.",
     ]
-    for i, text in enumerate(said):
-        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
-    mem.reflect(user_id="u")
-    mem.retain("Charmaine and I moved into the Punggol flat two weeks ago!", user_id="u", timestamp=t0 + timedelta(90))
-    mem.reflect(user_id="u")
-    (moved,) = [f for f in mem.facts.list(user_id="u") if "moved into" in f.value]
-    assert moved.history[0].value == said[0]
-    assert len(mem.facts.list(user_id="u")) == len(said)
+    replaced, current = _after_a_change(said, "Charmaine and I moved into the Punggol flat two weeks ago!")
+    assert replaced == [said[0]]
+    assert len(current) == len(said)
 
 
 def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None:
     """ "We sold the guesthouse! … Ana is glad I have time for her" shares one word with the
     guesthouse note and one with Ana's: the one beside "sold" names what changed."""
-    from datetime import UTC, datetime, timedelta
-
-    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
-    mem = Memory(embedder=None)
     guesthouse, pottery = "We run a guesthouse in Bowness, eight rooms.", "Ana makes pottery in her shed, mostly mugs."
-    for i, text in enumerate([guesthouse, pottery]):
-        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
-    mem.reflect(user_id="u")
-    mem.retain("We sold the guesthouse! Too tiring. Ana is glad I have time for her.", user_id="u",
-               timestamp=t0 + timedelta(90))  # fmt: skip
-    mem.reflect(user_id="u")
-    (sold,) = [f for f in mem.facts.list(user_id="u") if "sold" in f.value]
-    assert sold.history[0].value == guesthouse
-    assert any(f.value == pottery for f in mem.facts.list(user_id="u"))
+    change = "We sold the guesthouse! Too tiring. Ana is glad I have time for her."
+    replaced, current = _after_a_change([guesthouse, pottery], change)
+    assert replaced == [guesthouse] and pottery in current
 
 
 def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
     """ "Moved out of the Obs house!" shares a word with the house share in Observatory ("house")
     and one with the band's gigs in Obs ("Obs"): where the user lives is the part of life both the
     move and the house share are about."""
-    from datetime import UTC, datetime, timedelta
-
-    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
-    mem = Memory(embedder=None)
     share, band = "I live in a house share in Observatory.", "I play bass in a band, we do a gig at a bar in Obs."
-    for i, text in enumerate([share, band]):
-        mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
-    mem.reflect(user_id="u")
-    mem.retain("Moved out of the Obs house! I'm renting a cottage in Kalk Bay now.", user_id="u",
-               timestamp=t0 + timedelta(90))  # fmt: skip
-    mem.reflect(user_id="u")
-    (moved,) = [f for f in mem.facts.list(user_id="u") if "Kalk Bay" in f.value]
-    assert moved.history[0].value == share
-    assert any(f.value == band for f in mem.facts.list(user_id="u"))
+    replaced, current = _after_a_change(
+        [share, band], "Moved out of the Obs house! I'm renting a cottage in Kalk Bay now."
+    )
+    assert replaced == [share] and band in current

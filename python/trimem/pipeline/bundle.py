@@ -145,12 +145,12 @@ class RecallBundle:
             return {*f.source, *(before[-1].source if before else ())}
         return {f.source[-1]} if f.key in self.profile_evidence and f.source else set()
 
-    def _replacing_lines(self) -> dict[int, int]:
-        """Each episode that told a value a profile fact has since replaced → that fact's profile
-        line: recalling the old telling is reason to show the current value (and the old as
-        its history)."""
+    def _replacing_lines(self, facts: list[int | None]) -> dict[int, int]:
+        """Each episode that told a value a profile fact has since replaced → that fact's line
+        (`facts`: the fact of each line): recalling the old telling is reason to show the current
+        value (and the old as its history)."""
         out: dict[int, int] = {}
-        for line, fact in enumerate(self._fact_order()):
+        for line, fact in enumerate(facts):
             if fact is None:
                 continue
             f = self.profile[fact]
@@ -205,7 +205,7 @@ class RecallBundle:
             if name == "profile" and heading != -1 and i > heading and heading not in kept:
                 kept.append(heading)
 
-        replacing = self._replacing_lines()
+        replacing = self._replacing_lines(facts)
 
         def current_first(event: int) -> bool:
             """Shows the current value of what event `event` told before the event itself (which

@@ -268,10 +268,9 @@ _EN_NAMED: Final = re.compile(
     # where they are or what they are now: "Dafydd's home for good", "Mia's been at Arup since May"
     r"|(?:'s|’s)\s+(?:home|back|away|pregnant|engaged|married|retired|expecting|been|finally|now|still)\b)"
 )
-# Who someone named is, said in passing: "Otis, our bluetick coonhound, got into the coop".
-_EN_WHO: Final = re.compile(r"^[A-Z][a-zà-öø-ÿ]+,\s+(?:my|our)\s+[^,.!?]{2,40}(?=,)")
-# Who someone named is, said between their name and how they are: "Osian, Non's boy, is six".
-_EN_APPOSITIVE: Final = re.compile(r"^([A-Z][a-zà-öø-ÿ]+),\s+[^,]{2,40},(?=\s)")
+# Who someone named is, said between their name and the rest: "Osian, Non's boy, is six",
+# "Otis, our bluetick coonhound, got into the coop".
+_EN_APPOSITIVE: Final = re.compile(r"^(?P<name>[A-Z][a-zà-öø-ÿ]+),\s+(?P<who>[^,.!?]{2,40}),(?=\s)")
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
 _ZH_ADVICE: Final = re.compile(r"比较|最好|合适|好呢|怎么|如何|应该|该|推荐|建议|划算")
@@ -296,7 +295,7 @@ class Note(msgspec.Struct, frozen=True):
 def _named(body: str) -> bool:
     """Whether `body` tells how someone named is ("Jess is allergic to shellfish", "Omar works
     nights"): in a user's message, one of the people of their life."""
-    found = _EN_NAMED.match(_EN_APPOSITIVE.sub(r"\1", body, count=1))
+    found = _EN_NAMED.match(_EN_APPOSITIVE.sub(r"\g<name>", body, count=1))
     return found is not None and found.group(1).casefold() not in NOT_SUBJECT
 
 
@@ -460,11 +459,11 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             # off") belongs to it
             kept.append(s.text.strip())
             continue
-        who = None if has_han(body) else _EN_WHO.match(body)
-        if who is not None:
-            # a story that says in passing who someone is ("Otis, our bluetick coonhound, got into
-            # the coop again") keeps who they are
-            kept.append(who.group())
+        who = None if has_han(body) else _EN_APPOSITIVE.match(body)
+        if who is not None and who["who"].casefold().startswith(("my ", "our ")):
+            # a story that says in passing who someone is to the user ("Otis, our bluetick
+            # coonhound, got into the coop again") keeps who they are
+            kept.append(f"{who['name']}, {who['who']}")
             before, last_kept = None, False
             continue
         last_kept = False
