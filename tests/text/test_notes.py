@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from trimem.text.keys import is_denied_key, is_note_key, is_valid_key
+from trimem.text.keys import is_denied_key, is_note_key, is_valid_key, note_key
 from trimem.text.notes import (
     MAX_NOTE_CHARS,
     asks_for_fact,
     change_clauses,
     is_request,
-    note_key,
     read_notes,
     states_change,
     what_was_said,
@@ -147,6 +146,7 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "今朝在公园碰到老同事，开心",  # "今朝": today
         # questions chat writes without their mark: how long, how many times, A or B, A-not-A
         "牛排煎多久才到五分熟",
+        "西安到延安多远",
         "多肉一个月浇几次水",
         "饺子是先放醋还是先放酱油",
         "隔夜的凉拌菜还能吃不",
@@ -213,6 +213,8 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("我受不了了。", False),  # can't stand it: no "no longer"
         ("差不多了。", False),
         ("旧车卖咗，换咗架小鹏G6。", True),  # Cantonese 咗 for 了
+        ("个班散咗，礼拜三晚改咗去学泰拳。", True),
+        ("而家喺越秀返工，朝九晚六。", True),  # Cantonese 而家: now
         ("Resigned from the council after twelve years.", True),
         ("we bought a used Honda Vezel hybrid", True),  # a make after "used" is an acquisition
         ("Dafydd's been in New Zealand since 2019.", False),
@@ -476,3 +478,30 @@ def test_a_story_keeps_who_someone_is_and_what_the_user_still_has() -> None:
     # a story with no one introduced stays an event; a past "got" is no possession
     assert read_notes("Otis got into the coop again and I lost two hens.") == []
     assert read_notes("I got a B in math today.") == []
+
+
+def test_a_change_announced_in_a_word_or_three_is_told_by_what_follows() -> None:
+    (note,) = read_notes("We've moved! Freestanding house in Ashby, 10 minutes from the school. Bye bye commute.")
+    assert note.text == "We've moved! Freestanding house in Ashby, 10 minutes from the school."
+    assert note.change
+    (note,) = read_notes("We moved! New flat in Leith, right by the shore.")
+    assert note.text == "We moved! New flat in Leith, right by the shore."
+    # a question after the announcement is not what changed; a longer change needs no more
+    assert read_notes("I quit! Can you help me write a CV?") == []
+    assert read_notes("I switched to the night shift at the depot. Long story.")[0].text == (
+        "I switched to the night shift at the depot."
+    )
+    # the announcement alone, then a moment: the moment is no part of it
+    assert read_notes("I quit smoking. Today was awful.")[0].text == "I quit smoking."
+    (note,) = read_notes("handed my notice in!! got head chef at a new place in Shawlands. tues-sat, my own menu")
+    assert note.text == "handed my notice in!! got head chef at a new place in Shawlands. tues-sat, my own menu"
+
+
+def test_a_state_said_without_a_verb_then_how_it_came_about_is_a_note() -> None:
+    (note,) = read_notes("allergic to penicillin btw, came up in a rash all over when I was 15")
+    assert note.text == "allergic to penicillin btw, came up in a rash all over when I was 15"
+    (note,) = read_notes("Lactose intolerant since birth, found out the hard way.")
+    assert note.text == "Lactose intolerant since birth, found out the hard way."
+    # a trip or a thing named first is a story of the past, not a state
+    assert read_notes("Great trip to Rome, flew back yesterday.") == []
+    assert read_notes("The new printer, set it up last night.") == []

@@ -27,12 +27,11 @@ from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.facets import facets
-from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key
+from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
 from trimem.text.notes import (
     NOT_SUBJECT_HAN,
     NOT_SUBJECT_WORDS,
     change_clauses,
-    note_key,
     states_change,
     what_was_said,
 )

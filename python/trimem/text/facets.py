@@ -27,7 +27,16 @@ from typing import Final
 
 from trimem.text.script import has_han, prepare_text
 
-__all__ = ["FACETS", "MAX_FACET_CHARS", "facets"]
+__all__ = ["FACETS", "MAX_FACET_CHARS", "OCCUPATIONS", "facets"]
+
+OCCUPATIONS: Final = (
+    "nurse|engineer|designer|developer|programmer|teacher|lecturer|professor|accountant|lawyer|solicitor|"
+    "surgeon|pharmacist|paramedic|architect|analyst|consultant|chef|pilot|electrician|plumber|carpenter|"
+    "mechanic|trucker|farmer|scientist|researcher|journalist|librarian|therapist|dentist|intern|sysadmin|"
+    "receptionist|cashier|barista"
+)
+"""Everyday words for what someone works as, "|"-separated: the career facet's, and the reading of
+a job told without "I'm a" ("sous chef at a seafood place")."""
 
 # facet → (English words and phrases, Chinese words), "|"-separated. English words match whole
 # (and with a plural, -ing or -ed ending); Chinese words match anywhere.
@@ -95,10 +104,7 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "career": (
         "career|profession|job|jobs|role|position|occupation|promotion|promoted|employer|hired|full-time|"
         "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|"
-        "cover letter|portfolio|interview|nurse|engineer|designer|developer|programmer|teacher|lecturer|"
-        "professor|accountant|lawyer|solicitor|surgeon|pharmacist|paramedic|architect|analyst|consultant|"
-        "chef|pilot|electrician|plumber|carpenter|mechanic|trucker|farmer|scientist|researcher|journalist|"
-        "librarian|therapist|dentist|intern|internship|sysadmin|receptionist|cashier|barista",
+        f"cover letter|portfolio|interview|internship|{OCCUPATIONS}",
         "职业|岗位|职位|入职|跳槽|升职|简历|简介|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
         "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机",
     ),

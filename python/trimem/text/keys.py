@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Final, Literal, NamedTuple
 
 from trimem.text.script import HAN_RANGE, LATIN_END, LATIN_START, has_han, prepare_text
+from trimem.text.stopwords import QUERY_STOPWORDS
 
 __all__ = [
     "DENY_WORDS",
@@ -39,6 +40,7 @@ __all__ = [
     "lookup_key",
     "match_keys",
     "normalize_key",
+    "note_key",
     "prepare_aliases",
     "resolve_key",
 ]
@@ -344,3 +346,32 @@ def keys_for_phrase(
     :func:`match_keys`: a model's answer naming "数据库" means ``database`` when it is known."""
     table, _ = _index(_items(aliases, known))
     return list(table.get(_canon(phrase), ()))
+
+
+_SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
+_SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
+_HAN_CHARS: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def note_key(text: str, taken: Container[str]) -> str:
+    """A readable key for a new note, not among `taken`: ``note_`` and its first content words
+    (``note_allergic_cats``), or its first Chinese characters (``note_每天坐地铁``).
+
+    >>> note_key("I'm allergic to cats.", ()), note_key("我每天坐地铁十号线上下班", ())
+    ('note_allergic_cats', 'note_每天坐地铁十')
+    """
+    if has_han(text):
+        chars = [c for c in _HAN_CHARS.findall(text) if c not in "我们的是了"]
+        base = NOTE_PREFIX + "".join(chars[:6])
+        limit = 12
+    else:
+        words = [w for w in _SLUG_WORD.findall(prepare_text(text).casefold()) if w not in _SLUG_SKIP]
+        content = [w for w in words if w not in QUERY_STOPWORDS] or words
+        base = NOTE_PREFIX + "_".join(w for w in content[:3] if w not in DENY_WORDS)
+        limit = 64
+    base = base if len(base) > len(NOTE_PREFIX) else NOTE_PREFIX + "about"
+    key, n = base[:limit], 2
+    while key in taken or is_denied_key(key):
+        suffix = f"_{n}"
+        key, n = base[: limit - len(suffix)] + suffix, n + 1
+    return key

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Container
 from typing import Final
 
 import msgspec
 
 from trimem.text.cues import FILLER, GREETING
+from trimem.text.facets import OCCUPATIONS
 from trimem.text.guard import is_injection
-from trimem.text.keys import DENY_WORDS, NOTE_PREFIX, is_denied_key
+from trimem.text.keys import DENY_WORDS
 from trimem.text.script import Language, has_han, language, prepare_text
 from trimem.text.sentences import Sentence, is_polite, sentences
 from trimem.text.stopwords import QUERY_STOPWORDS
@@ -49,7 +49,6 @@ __all__ = [
     "asks_for_fact",
     "change_clauses",
     "is_request",
-    "note_key",
     "read_notes",
     "states_change",
     "tells_news",
@@ -72,11 +71,15 @@ _EN_WORLD: Final = re.compile(
     r"lab|store|restaurant|repo|kids|family|landlord|boss|car|van|truck|dog|cat)\b)|^[Tt]he\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are)\s+[A-Z]"
     # the user's people, body and things, told without "my": "Sister lives in Perth", "Kid's school is …"
     r"|(?i:^(?:(?:left|right|bad|dodgy)\s+(?:knee|hip|shoulder|ankle|wrist|elbow|foot|hand|eye|ear)|"
-    r"mum|mom|mother|dad|father|sister|brother|wife|husband|partner|girlfriend|boyfriend|kid|kids|son|"
-    r"daughter|grandma|grandpa|boss|landlord|bank|gym|doctor|dentist|accountant|cat|dog|back|knee|knees)(?:'s)?\b)"
+    r"(?:(?:wee|little|lil|big|older|younger|baby|kid)\s+)?(?:sister|brother|sis|bro)|"
+    r"mum|mom|mother|dad|father|wife|husband|partner|girlfriend|boyfriend|gf|bf|hubby|fianc[eé]e?|kid|kids|son|"
+    r"daughter|grandma|grandpa|boss|landlord|flatmate|roommate|bank|gym|doctor|dentist|accountant|cat|dog|back|"
+    r"knee|knees)(?:'s)?\b)"
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
     r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"
+    # what the user works as, told without "I'm a": "sous chef at a wee seafood place", "nurse on nights"
+    rf"|(?i:^(?:[\w-]+\s+)?(?:{OCCUPATIONS})s?\s+(?:at|for|in|on|with)\b)"
     # who the user is, in a few words: "Vikings fan", "Night owl", "Huge coffee drinker"
     r"|(?i:^(?!(?:what|such|how|the|that|this|a|an)\b)(?:[\w'-]+\s+){0,3}"
     r"(?:fan|supporter|person|owl|drinker|eater|lover|addict|nerd|geek|introvert|extrovert|runner|cyclist|gamer|"
@@ -113,7 +116,10 @@ _REQUEST_START: Final = frozenset(
 # A question chat leaves the question mark off: "how much does a skid steer cost these days".
 _EN_ASKING: Final = re.compile(
     r"(?:how|what|when|where|which|who|why)(?:'s|’s|\s+(?:is|are|was|were|do|does|did|can|could|should|would|will|"
-    r"much|many|long|often|far|about))\b",
+    r"much|many|long|often|far|about))\b"
+    # and one that opens on what it asks for: "any good courses i could show them", "is there a way to …"
+    r"|any\s+(?:good|decent|cheap|tips|ideas?|recs?|recommendations?|suggestions?|advice)\b|anyone\s+know\b"
+    r"|(?:is|are)\s+there\s+(?:a|an|any)\b",
     re.I,
 )
 # About one moment, not a lasting state.
@@ -127,12 +133,14 @@ _ZH_MOMENT: Final = re.compile(r"今天|昨天|前天|刚才|刚刚|今晚|今�
 # Habits and changes outlast the moment they are told in.
 # Words that say a state holds from now on: a change, and a lasting state too.
 _EN_NOW = r"now|anymore|any\s+more|no\s+longer|no\s+more|these\s+days|nowadays|from\s+now\s+on|instead|for\s+good"
-_ZH_NOW = r"现在|以后|今后|不再|改成|换成|改为|换到|改到|搬"
+_ZH_NOW = r"现在|而家|以后|今后|不再|改成|换成|改为|换到|改到|搬"
 _EN_LASTING: Final = re.compile(
     r"\b(?:every|each|always|usually|normally|generally|typically|often|never|most\s+days|weekdays|mostly|mainly|"
     r"largely|rarely|seldom|sometimes|occasionally|regularly|daily|weekly|monthly|yearly|weeknights|"
     r"mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
-    rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b",
+    rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b"
+    # a span of years held up to now ("6 years sober", "married 20 years"), not a time ago or an age
+    r"|\b\d+\s+(?:years?|yrs)\b(?!\s+(?:ago|old|back|before|later|earlier)\b)",
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
@@ -157,8 +165,10 @@ _EN_ACQUIRED: Final = (
     r"(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)\s+[\w-]+\s+(?:arrived|came))\b"
 )
 _EN_CHANGE: Final = re.compile(
-    r"\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
-    r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|got\s+the\s+(?:job|position|role|promotion|place)|"
+    # ("a retired botany professor" says what someone is, not that anything changed)
+    r"(?<!\ba\s)(?<!\ban\s)\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
+    r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|"
+    r"(?:handed|put|gave)\s+(?:in\s+)?(?:my|our|his|her)\s+notice|got\s+the\s+(?:job|position|role|promotion|place)|"
     rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b|{_EN_ACQUIRED}",
     re.I,
 )
@@ -168,9 +178,9 @@ _ZH_CHANGE: Final = re.compile(
     # the turns of a life: a school got into, a business let go, a job left, a wedding
     rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|转业|跳槽|"
     # a child brought home or started at school; what is no longer done ("冰钓不整了", "不站柜台了");
-    # Cantonese 咗
+    # Cantonese 咗 ("换咗部iPhone", "改咗去学泰拳")
     rf"接回|上了[^,，。]{{0,6}}(?:幼儿园|托班|小学|初中|高中|大学)|(?<![差要快])不(?!了)[\u4e00-\u9fff]{{1,3}}[了啦](?![吗吧呢])|"
-    rf"[换卖转调辞]咗|"
+    rf"[换卖转调辞改]咗|"
     rf"换[^了,，。]{{1,3}}了|{_ZH_NOW}"
 )
 # A present-tense state or habit ("I'm", "is", "don't", "have") against a past-tense narrative.
@@ -215,7 +225,7 @@ _EN_NEW_IS: Final = re.compile(
 )
 # ("咋", colloquial "how", asks; "不咋样" is "not much good")
 _ZH_QUESTION: Final = re.compile(
-    r"怎么|如何|为什么|是不是|能不能|可不可以|(?<![不得])咋|吗$|呢$|多久|多长时间|好久$|好久(?=是|能|才|可以)"
+    r"怎么|如何|为什么|是不是|能不能|可不可以|(?<![不得])咋|吗$|呢$|多久|多远|多长时间|好久$|好久(?=是|能|才|可以)"
     # a question chat writes without its mark: "还能吃不", "可以用伐", "先炒青椒还是先炒肉"
     r"|(?<=[\u4e00-\u9fff])[不伐么](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
 )
@@ -327,9 +337,18 @@ def _en_note(body: str) -> bool:
         # (a change: "Switched to oat milk"; starting a thing is an event: "Started the Node service")
         changed = _EN_CHANGE.search(body) is not None and _EN_STARTED_THING.match(body) is None
         return _EN_PRESENT.search(body) is not None or lasting or changed
-    return lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body))
+    if lasting or not (_EN_PAST.search(body) and not _EN_PRESENT.search(body) and not _EN_CHANGE.search(body)):
+        return True
+    # a state said without a verb, then how it came about ("Allergic to penicillin, came up in a
+    # rash when I was 15"): the story explains the state, which holds
+    first = _EN_CLAUSE.split(body, maxsplit=1)[0]
+    return (
+        first != body and _EN_DETERMINER.match(first) is None and _EN_PAST_ANY.search(first) is None and _en_note(first)
+    )
 
 
+# A clause opening with a determiner names a thing ("My cousin's wedding, drove 5 hours"), not a state.
+_EN_DETERMINER: Final = re.compile(r"(?:my|our|the|a|an|this|that|his|her|their)\b", re.I)
 _ZH_CLAUSE: Final = re.compile(r"[,;]")
 _EN_CLAUSE: Final = re.compile(r"\s*[,;]\s*|\s+[-–—]+\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 
@@ -396,6 +415,12 @@ def _carries_on(body: str) -> bool:
     )
 
 
+def _announces(body: str) -> bool:
+    """Whether English `body` announces a change and no more ("We've moved!", "New job!",
+    "Handed my notice in!")."""
+    return not has_han(body) and len(_EN_WORD.findall(body)) <= 4 and tells_news(body)
+
+
 def _is_moment(body: str) -> bool:
     return (_ZH_MOMENT if has_han(body) else _EN_MOMENT).search(body) is not None
 
@@ -423,11 +448,12 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         return []
     kept: list[str] = []
     before: str | None = None  # the sentence just before, when it was told but is no note
+    announced: str | None = None  # the sentence just before, when it announced a change in a word or three
     last_kept = False  # whether the sentence just before was kept
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
         if _poses_as_authority(body):
-            before, last_kept = None, False
+            before, last_kept, announced = None, False, None
             continue
         if body.isupper() and not has_han(body):
             # a sentence shouted in capitals ("JOSH GOT A LOCAL JOB!!") reads as if written small
@@ -442,8 +468,16 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             told = _told_in_passing(s)
             if told is not None:
                 kept.append(told)
-            before, last_kept = None, False
+            before, last_kept, announced = None, False, None
             continue
+        if announced is not None and not has_han(body) and not _is_moment(body):
+            # a change announced in a few words ("We moved!", "New job!") is told by what
+            # follows it ("Freestanding house in Noordwyk, 10 minutes from the new school.")
+            kept.extend(() if announced in kept else (announced,))
+            kept.append(s.text.strip())
+            before, last_kept, announced = None, True, None
+            continue
+        announced = None
         if _zh_note(body) if has_han(body) else _en_note(body):
             # a change is told with what came before it ("Got the robot milkers running, Lely
             # ones. No more set milking times."), and a note with its topic said on its own
@@ -453,6 +487,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             kept.append(s.text.strip())
             before = None
             last_kept = True
+            announced = s.text.strip() if _announces(body) else None
             continue
         if last_kept and _carries_on(body):
             # what is said of the note's subject right after it ("I have asthma. cold air sets it
@@ -468,6 +503,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
             continue
         last_kept = False
         before = s.text.strip() if not _is_moment(body) else None
+        announced = before if before is not None and _announces(body) else None
     if not kept:
         return []
     joined = " ".join(kept) if not has_han(kept[0]) else "".join(kept)
@@ -484,6 +520,7 @@ _EN_OWN_OPENING: Final = re.compile(
     re.I,
 )
 _ZH_OWN_PERSON: Final = re.compile(r"我|俺|咱")
+_EN_ENDS_POINTING_BACK: Final = re.compile(r"\b(?:it|them|that|this|one|those|these)\W*$", re.I)
 # Someone of the user's life a request names ("a party for my daughter Maisie", "给我闺女朵朵"),
 # and a clause after it that says how they are ("she turns 8 and loves axolotls", "她最近迷恐龙").
 _EN_KIN: Final = re.compile(
@@ -525,7 +562,8 @@ def _passing_note(body: str, zh: bool) -> bool:
     opens = _EN_OWN_OPENING.match(body) is not None or (
         _EN_PAST_OPENING.match(body) is not None and _EN_PERSON.search(body) is not None
     )
-    return opens and _en_note(body) and not _en_story(body)
+    # ("my pal's trying to get me into it" ends on what the request named: alone it says nothing)
+    return opens and _en_note(body) and not _en_story(body) and _EN_ENDS_POINTING_BACK.search(body) is None
 
 
 def _of_them(body: str, zh: bool) -> bool:
@@ -709,6 +747,7 @@ def states_change(text: str) -> bool:
 
 NOT_SUBJECT_WORDS: Final = (
     "now anymore longer these days nowadays instead since new moved changed switched started stopped "
+    "quit resigned retired handed notice "
     "every each always usually never most weekdays weekends mornings evenings nights today week month "
     "year time day days work "
     "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays saturday saturdays "
@@ -736,31 +775,3 @@ one of them ("我每", "不去", "那个") names no subject."""
 
 NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
 """English words that name no subject: stopwords and the words of time and change."""
-
-_SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
-_SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
-_HAN_CHARS: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-
-
-def note_key(text: str, taken: Container[str]) -> str:
-    """A readable key for a new note, not among `taken`: ``note_`` and its first content words
-    (``note_allergic_cats``), or its first Chinese characters (``note_每天坐地铁``).
-
-    >>> note_key("I'm allergic to cats.", ()), note_key("我每天坐地铁十号线上下班", ())
-    ('note_allergic_cats', 'note_每天坐地铁十')
-    """
-    if has_han(text):
-        chars = [c for c in _HAN_CHARS.findall(text) if c not in "我们的是了"]
-        base = NOTE_PREFIX + "".join(chars[:6])
-        limit = 12
-    else:
-        words = [w for w in _SLUG_WORD.findall(prepare_text(text).casefold()) if w not in _SLUG_SKIP]
-        content = [w for w in words if w not in QUERY_STOPWORDS] or words
-        base = NOTE_PREFIX + "_".join(w for w in content[:3] if w not in DENY_WORDS)
-        limit = 64
-    base = base if len(base) > len(NOTE_PREFIX) else NOTE_PREFIX + "about"
-    key, n = base[:limit], 2
-    while key in taken or is_denied_key(key):
-        suffix = f"_{n}"
-        key, n = base[: limit - len(suffix)] + suffix, n + 1
-    return key
