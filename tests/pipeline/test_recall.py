@@ -339,6 +339,21 @@ def test_a_note_that_meets_the_request_only_in_a_name_is_a_weak_match() -> None:
     assert weak == {"note_coconut": True, "note_name": False, "note_close": False}
 
 
+def test_a_note_that_meets_the_request_in_a_name_and_a_word_of_time_is_a_weak_match() -> None:
+    """ "What year did Dagny and I get married?" shares "Dagny" and "year" with "22 years sober
+    this March. Dagny still likes a glass of wine": a span of time says nothing of what is asked;
+    the note of the wedding stays confident."""
+    ask = "What year did Dagny and I get married?"
+    sober = "22 years sober this March. Dagny still likes a glass of wine."
+    wed = "Dagny and I got married in Duluth."
+    table = {ask: [1.0, 0.0, 0.0, 0.0], sober: [0.55, 0.835, 0.0, 0.0], wed: [0.9, 0.43, 0.0, 0.0]}
+    mem = Memory(embedder=_Meanings(table))
+    mem.facts.set("note_sober", sober, user_id="u", at=_NOW - timedelta(days=9))
+    mem.facts.set("note_wed", wed, user_id="u", at=_NOW - timedelta(days=9))
+    weak = {f.key: s.weak for f, s in mem.facts.search(ask, user_id="u", k=5)}
+    assert weak == {"note_sober": True, "note_wed": False}
+
+
 def test_a_question_for_one_piece_of_someones_information_is_not_met_by_a_text_without_them() -> None:
     """ "How old is Gareth?" shares "old" with "Mot, the old dog, is fourteen": a question for one
     piece of information of someone named is not answered by a note that names no one of them;
