@@ -147,6 +147,7 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         # questions chat writes without their mark: how long, how many times, A or B, A-not-A
         "牛排煎多久才到五分熟",
         "西安到延安多远",
+        "“雄起”是啥子意思嘛，外地朋友问我",  # who asked the user is no note of theirs
         "多肉一个月浇几次水",
         "饺子是先放醋还是先放酱油",
         "隔夜的凉拌菜还能吃不",

@@ -256,6 +256,8 @@ _ZH_SOCIAL: Final = re.compile(
     r"|^(?:谢谢|多谢|感谢|辛苦|麻烦你|谢了|谢啦|好的谢谢)|^(?:好啦|好了|好的|行吧|拜拜|晚安)$"
     r"|看明白|看懂|听懂|听明白|搞明白|没明白|没懂"
     r"|^(?:那|好)?我(?:先|要|得)?去(?!年)[\u4e00-\u9fff]{1,4}(?:了|啦|咯)$"
+    # who put the question to the user, told after it ("“雄起”是啥意思，外地朋友问我")
+    r"|^[\u4e00-\u9fff]{1,6}(?:问|考)(?:我|俺|额|咱)(?:的|嘅|哒)?$"
 )
 # A question for a piece of information ("when's Linda's birthday?", "what grade is Emma in?",
 # "how many acres do we farm?"), not for advice ("what should I cook?", "how do I get there?").
