@@ -993,3 +993,26 @@ def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
         [share, band], "Moved out of the Obs house! I'm renting a cottage in Kalk Bay now."
     )
     assert replaced == [share] and band in current
+
+
+@pytest.mark.parametrize(
+    ("said", "change"),
+    [
+        # a make, a kind or the classifier of vehicles names the car; driving alone does not
+        (["I drive a 2017 Honda Odyssey, the sliding door sticks.", "I drive up to see Mam every Wednesday."],
+         "The van got totalled on the ring road. Insurance paid out and I ended up with a 2022 Kia Carnival."),
+        (["开的是一辆二手大众Polo，代步够用了", "晚上开车看灯都是发散的"],
+         "那台油车卖了，换了台埃安Y，纯电的"),
+        (["Still on a Huawei P30, the battery lasts a day at most.", "Sundays I phone my sister in Perth."],
+         "Finally got a new phone, Samsung S24. Sorry Huawei fans"),
+    ],
+)  # fmt: skip
+def test_a_change_of_what_one_owns_one_at_a_time_replaces_the_note_of_the_one_before(
+    said: list[str], change: str
+) -> None:
+    """A new car or phone shares no word with the note of the old one ("Honda Odyssey" and "Kia
+    Carnival"): naming the same kind of thing, owned one at a time, is what makes it the same
+    subject; a note that only drives or phones is no candidate."""
+    replaced, current = _after_a_change(said, change)
+    # (the Chinese car is read as a keyed fact: its value is what the note held)
+    assert len(replaced) == 1 and replaced[0] in said[0] and said[1] in current

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from trimem.text.facets import FACETS, facets
+from trimem.text.facets import FACETS, facets, owned
 
 
 @pytest.mark.parametrize(
     ("text", "wanted"),
     [
         ("How should I get to the games expo in Seattle?", {"travel", "games"}),
-        ("I can't drive, never got my licence.", {"travel"}),
+        ("I can't drive, never got my licence.", {"travel", "vehicle"}),
         ("Most days I'm commuting by bike.", {"travel"}),  # an -ing ending
         ("Seasonal allergies wreck me every spring.", {"health"}),
         ("Find a physio near home.", {"health", "home"}),
@@ -63,7 +63,7 @@ def test_a_latin_word_in_chinese_is_read_whatever_its_case() -> None:
 def test_a_name_is_not_read_for_its_words() -> None:
     # "Drive" and "Park" name a street and a place here, not a way of getting around
     assert facets("I live just off Commercial Drive, near Central Park.") == {"home"}
-    assert facets("Drive me home.") == {"travel", "home"}  # the first word of a sentence is read
+    assert facets("Drive me home.") == {"travel", "vehicle", "home"}  # the first word of a sentence is read
 
 
 def test_times_name_no_facet_and_plain_talk_names_none() -> None:
@@ -83,4 +83,20 @@ def test_a_long_paste_is_read_by_its_head() -> None:
 
     filler = "Lorem Ipsum Dolor Sit Amet. " * (MAX_FACET_CHARS // 20)
     assert facets(filler + "I can't drive.") == frozenset()
-    assert facets("I can't drive. " + filler) == {"travel"}
+    assert facets("I can't drive. " + filler) == {"travel", "vehicle"}
+
+
+def test_a_make_is_read_though_written_as_a_name() -> None:
+    # a make of car or phone is the thing itself, not a name to skip
+    assert facets("Picked up a secondhand 2021 Kia Niro, fully electric.") == {"vehicle"}
+    assert "devices" in facets("Still on a Huawei P30, no Google apps on it.")
+    assert "vehicle" in facets("那台油车卖了，换了台埃安Y") and "vehicle" in facets("开的是辆二手朗逸")
+
+
+def test_what_one_owns_one_at_a_time_is_named_by_kind_or_make_not_by_use() -> None:
+    assert owned("I drive a 2017 Honda Odyssey") == {"vehicle"}
+    assert owned("finally got a new phone, Samsung S24") == {"phone"}
+    assert owned("手机掉水里报废了，换了华为Pura 70") == {"phone"}
+    # driving, phoning, and a word that only looks like a make name nothing owned
+    assert owned("I drive up every Wednesday") == owned("Sundays I phone my sister") == frozenset()
+    assert owned("嫌不吉利，早习惯了") == owned("夜里开车看灯都是发散的") == frozenset()

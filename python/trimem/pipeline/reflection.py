@@ -26,7 +26,7 @@ from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
-from trimem.text.facets import facets
+from trimem.text.facets import facets, owned
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
 from trimem.text.notes import (
     NOT_SUBJECT_HAN,
@@ -156,7 +156,14 @@ class Reflection:
         bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
         # what changed is named beside the word that tells the change: a word said elsewhere in
         # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
-        focus = {_base(t) for t in subject_words(change_clauses(said))}
+        changed = change_clauses(said)
+        # a change of what one owns one at a time ("电车换掉了，现在开理想L6", "got a Kia Niro")
+        # replaces the one note that names the one before, whatever words they share
+        kinds = owned(changed)
+        of_kind = [key for key, value in held.items() if owned(value) & kinds] if kinds else []
+        if len(of_kind) == 1:
+            return of_kind[0]
+        focus = {_base(t) for t in subject_words(changed)}
         shared = {key: len(b) for key, b in bases.items()}
         cosine: dict[str, float] = {}
         vector = self._facts.embed_fact(NOTE_PREFIX, text)

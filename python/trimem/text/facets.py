@@ -13,7 +13,7 @@ index's search adds a leg that ranks the user's facts by the facets they share w
 >>> sorted(facets("How should I get to the games expo in Seattle?"))
 ['games', 'travel']
 >>> sorted(facets("I can't drive, never got my licence.")), sorted(facets("我喜欢喝精酿，IPA 是我的最爱。"))
-(['travel'], ['drink'])
+(['travel', 'vehicle'], ['drink'])
 >>> sorted(facets("晚上想点个火锅外卖")), facets("ok thanks"), sorted(facets("I live just off Commercial Drive"))
 (['food'], frozenset(), ['home'])
 """
@@ -27,7 +27,7 @@ from typing import Final
 
 from trimem.text.script import has_han, prepare_text
 
-__all__ = ["FACETS", "MAX_FACET_CHARS", "OCCUPATIONS", "facets"]
+__all__ = ["FACETS", "MAKES", "MAX_FACET_CHARS", "OCCUPATIONS", "facets", "owned"]
 
 OCCUPATIONS: Final = (
     "nurse|engineer|designer|developer|programmer|teacher|lecturer|professor|accountant|lawyer|solicitor|"
@@ -37,6 +37,15 @@ OCCUPATIONS: Final = (
 )
 """Everyday words for what someone works as, "|"-separated: the career facet's, and the reading of
 a job told without "I'm a" ("sous chef at a seafood place")."""
+
+MAKES: Final = (
+    "toyota|honda|ford|kia|hyundai|skoda|volkswagen|vw|tesla|nissan|mazda|subaru|bmw|audi|mercedes|volvo|"
+    "chevy|chevrolet|jeep|dodge|lexus|peugeot|renault|fiat|citroen|vauxhall|opel|mitsubishi|suzuki|maruti|"
+    "mahindra|byd|polestar|rivian|gmc|buick|cadillac|dacia|isuzu|porsche"
+)
+"""Makes of car, "|"-separated: the vehicle facet's words, read though written with a capital."""
+# Makes of phone, read though written with a capital.
+_PHONE_MAKES: Final = frozenset("iphone samsung pixel huawei xiaomi oneplus motorola".split())
 
 # facet → (English words and phrases, Chinese words), "|"-separated. English words match whole
 # (and with a plural, -ing or -ed ending); Chinese words match anywhere.
@@ -153,8 +162,17 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "devices": (
         "computer|laptop|pc|mac|macbook|windows|software|app|apps|excel|powerpoint|slides|deck|"
-        "spreadsheet|spreadsheets|template|templates|printer|phone|iphone|android|tablet|ipad|keyboard|monitor",
-        "电脑|笔记本|软件|文档|表格|课件|ppt|excel|wps|office|幻灯片|模板|打印机|手机|平板|键盘|显示器|安卓|苹果手机",
+        "spreadsheet|spreadsheets|template|templates|printer|phone|iphone|android|tablet|ipad|keyboard|monitor|"
+        "samsung|pixel|huawei|xiaomi|oneplus|motorola",
+        "电脑|笔记本|软件|文档|表格|课件|ppt|excel|wps|office|幻灯片|模板|打印机|手机|平板|键盘|显示器|安卓|苹果手机|"
+        "华为|荣耀|三星|一加|iphone|oppo|vivo",
+    ),
+    # the user's own vehicle, by its kind or its make: "Picked up a secondhand Kia Niro", "换了台埃安Y"
+    "vehicle": (
+        "car|cars|van|truck|suv|pickup|minivan|hatchback|sedan|motorbike|motorcycle|drive|driving|drove|"
+        f"licence|license|parking|mileage|petrol|diesel|fuel|tyres|tires|brakes|dealer|dealership|{MAKES}",
+        "开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|比亚迪|丰田|本田|"
+        "特斯拉|蔚来|小鹏|零跑|埃安|哈弗|五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪",
     ),
     "language": (
         "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
@@ -214,6 +232,46 @@ def _word_facets(words: _Table, word: str) -> frozenset[str] | None:
     return None
 
 
+# What one owns one of at a time, named by its kind or its make (not by driving or calling):
+# a change that names one replaces the note that names the one before.
+_OWNED: Final = {
+    "vehicle": (
+        rf"\b(?:car|van|truck|suv|pickup|minivan|hatchback|sedan|estate|motorbike|motorcycle|{MAKES})\b",
+        # ("辆" counts vehicles only: "开的是辆二手朗逸")
+        "辆|车子|油车|电车|新车|旧车|老车|二手车|代步车|那台车|比亚迪|丰田|本田|特斯拉|蔚来|小鹏|零跑|埃安|哈弗|"
+        "五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪",
+    ),
+    "phone": (
+        # ("phone" alone is as often the verb: "I phone my sister")
+        r"\b(?:(?:my|our|new|old|the|a)\s+phone|iphone|samsung|pixel|huawei|xiaomi|oneplus|motorola)\b",
+        "手机|华为|荣耀|三星|一加|iphone|oppo|vivo",
+    ),
+}
+_OWNED_RE: Final = {kind: (re.compile(en, re.I), re.compile(zh, re.I)) for kind, (en, zh) in _OWNED.items()}
+
+
+def owned(text: str) -> frozenset[str]:
+    """The kinds of thing one owns one at a time (``vehicle``, ``phone``) `text` names.
+
+    >>> sorted(owned("Picked up a secondhand Kia Niro")), sorted(owned("电车换掉了，现在开理想L6"))
+    (['vehicle'], ['vehicle'])
+    >>> owned("I drive up to Mam's every Wednesday"), owned("夜里开车看灯都是发散的")
+    (frozenset(), frozenset())
+    """
+    text = text[:MAX_FACET_CHARS]
+    return frozenset(kind for kind, (en, zh) in _OWNED_RE.items() if en.search(text) or zh.search(text))
+
+
+@functools.cache
+def _makes() -> frozenset[str]:
+    return frozenset(MAKES.split("|")) | _PHONE_MAKES
+
+
+def _brand(word: str) -> bool:
+    """Whether `word` (casefolded) is a make the facets know, written with a capital as names are."""
+    return word in _makes()
+
+
 def _opens_sentence(text: str, at: int) -> bool:
     """Whether the word at `at` opens a sentence (nothing but spaces after a sentence's end, or
     the text's start, before it); a few characters back are enough to tell."""
@@ -235,7 +293,7 @@ def facets(text: str) -> frozenset[str]:
     for m in _EN_WORD.finditer(text):
         word = m.group().casefold()
         # (Chinese writes no capitals: a Latin word in it is read, "帮我写段LinkedIn简介")
-        if not chinese and m.group()[0].isupper() and not _opens_sentence(text, m.start()):
+        if not chinese and m.group()[0].isupper() and not _opens_sentence(text, m.start()) and not _brand(word):
             continue
         hit = _word_facets(words, word)
         if hit is not None:

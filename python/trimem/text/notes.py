@@ -78,6 +78,8 @@ _EN_WORLD: Final = re.compile(
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
     r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"
+    # what the user still has, told without "I": "Still on a Huawei P30", "Still driving the old Civic"
+    r"|(?i:^still\s+(?:on|using|running|driving|rocking)\s+(?:a|an|my|the|our)\b)"
     # what the user works as, told without "I'm a": "sous chef at a wee seafood place", "nurse on nights"
     rf"|(?i:^(?:[\w-]+\s+)?(?:{OCCUPATIONS})s?\s+(?:at|for|in|on|with)\b)"
     # who the user is, in a few words: "Vikings fan", "Night owl", "Huge coffee drinker"
@@ -151,7 +153,7 @@ _ZH_LASTING: Final = re.compile(
 # What the user now has, told as the moment they got it ("Picked up a used Kia last weekend",
 # "we adopted a tabby", "I took a full-time role at Kōwhai Labs"): a lasting state from then on.
 _EN_ACQUIRED: Final = (
-    r"\b(?:(?:adopted|rescued|leased|traded\s+in|sold)\s+(?:a|an|the|our|my|two|three|\d+)|installed|"
+    r"\b(?:(?:adopted|rescued|leased|traded\s+in|sold|ended\s+up\s+with)\s+(?:a|an|the|our|my|two|three|\d+)|installed|"
     r"(?:bought|picked\s+up)\s+(?:a|an|our|my)\s+(?:(?:new|used|second-hand|secondhand|refurbished|little|"
     r"first)\s+)?(?:[\w-]+\s+){0,3}?(?:house|home|flat|apartment|condo|cottage|bungalow|townhouse|cabin|place|"
     r"car|van|truck|bike|motorbike|"
