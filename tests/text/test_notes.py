@@ -423,6 +423,11 @@ def test_a_named_persons_age_carries_on_a_note() -> None:
 def test_what_is_said_of_a_notes_subject_right_after_it_carries_it_on() -> None:
     (note,) = read_notes("I have asthma, always carry my Ventolin. cold air sets it off sooo bad")
     assert note.text == "I have asthma, always carry my Ventolin. cold air sets it off sooo bad"
+    # a sentence that goes on without its subject carries it on too, unless it asks
+    (note,) = read_notes("Renata and I are getting married next August!! Thinking something small in Waterton")
+    assert note.text == "Renata and I are getting married next August!! Thinking something small in Waterton"
+    assert read_notes("I'm vegan. Looking for a good recipe.")[0].text == "I'm vegan."
+    assert read_notes("I run every morning. Nothing new there.")[0].text == "I run every morning."
     # a story or a moment after it does not
     assert read_notes("I run every morning. It rained today.")[0].text == "I run every morning."
     assert read_notes("I'm vegan. That was a great dinner.")[0].text == "I'm vegan."

@@ -407,12 +407,23 @@ def _topic(text: str) -> bool:
 _EN_BACK: Final = re.compile(r"\b(?:it|that|this|they|them|she|he|her|him)\b", re.I)
 
 
+# A sentence that leaves out its subject and opens on what the speaker is doing: "Thinking
+# something small in Waterton", "Hoping to be back by June" (not "Nothing new", "Morning all").
+# (what the speaker is looking for or wondering about asks: "Looking for a good recipe")
+_EN_DOING: Final = re.compile(
+    r"^(?!(?:no|some|any|every)thing\b|morning\b|evening\b|during\b|looking\s+for\b|wondering\b)"
+    r"[a-z]{3,}ing\s+\S+\s+\S",
+    re.I,
+)
+
+
 def _carries_on(body: str) -> bool:
     """Whether English `body`, said right after a note, says more of its subject: it points back
-    at it ("cold air sets it off"), tells no story (no past tense) and no single moment."""
+    at it ("cold air sets it off") or goes on without a subject ("Thinking something small in
+    Waterton"), tells no story (no past tense) and no single moment."""
     return (
         not has_han(body)
-        and _EN_BACK.search(body) is not None
+        and (_EN_BACK.search(body) is not None or _EN_DOING.match(body) is not None)
         and _EN_PAST_ANY.search(body) is None
         and not _is_moment(body)
         and not _opens_asking(body)
