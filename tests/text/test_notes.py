@@ -415,17 +415,23 @@ def test_the_users_people_and_home_are_notes_without_a_first_person(text: str) -
     assert len(read_notes(text)) == 1
 
 
+def _one_note(text: str) -> str:
+    """The text of the one note `text` holds."""
+    (note,) = read_notes(text)
+    return note.text
+
+
 def test_a_named_persons_age_carries_on_a_note() -> None:
     (note,) = read_notes("my boys are with me every other week. Eli's 16, Noah's 14. the fridge is empty")
     assert note.text == "my boys are with me every other week. Eli's 16, Noah's 14."
 
 
 def test_what_is_said_of_a_notes_subject_right_after_it_carries_it_on() -> None:
-    (note,) = read_notes("I have asthma, always carry my Ventolin. cold air sets it off sooo bad")
-    assert note.text == "I have asthma, always carry my Ventolin. cold air sets it off sooo bad"
+    asthma = "I have asthma, always carry my Ventolin. cold air sets it off sooo bad"
+    assert _one_note(asthma) == asthma
     # a sentence that goes on without its subject carries it on too, unless it asks
-    (note,) = read_notes("Renata and I are getting married next August!! Thinking something small in Waterton")
-    assert note.text == "Renata and I are getting married next August!! Thinking something small in Waterton"
+    wedding = "Renata and I are getting married next August!! Thinking something small in Waterton"
+    assert _one_note(wedding) == wedding
     assert read_notes("I'm vegan. Looking for a good recipe.")[0].text == "I'm vegan."
     assert read_notes("I run every morning. Nothing new there.")[0].text == "I run every morning."
     # a story or a moment after it does not
@@ -486,12 +492,12 @@ def test_a_story_keeps_who_someone_is_and_what_the_user_still_has() -> None:
     assert read_notes("I got a B in math today.") == []
 
 
-def test_a_change_announced_in_a_word_or_three_is_told_by_what_follows() -> None:
+def test_a_change_announced_in_a_few_words_is_told_by_what_follows() -> None:
     (note,) = read_notes("We've moved! Freestanding house in Ashby, 10 minutes from the school. Bye bye commute.")
     assert note.text == "We've moved! Freestanding house in Ashby, 10 minutes from the school."
     assert note.change
-    (note,) = read_notes("We moved! New flat in Leith, right by the shore.")
-    assert note.text == "We moved! New flat in Leith, right by the shore."
+    leith = "We moved! New flat in Leith, right by the shore."
+    assert _one_note(leith) == leith
     # a question after the announcement is not what changed; a longer change needs no more
     assert read_notes("I quit! Can you help me write a CV?") == []
     assert read_notes("I switched to the night shift at the depot. Long story.")[0].text == (
@@ -499,15 +505,16 @@ def test_a_change_announced_in_a_word_or_three_is_told_by_what_follows() -> None
     )
     # the announcement alone, then a moment: the moment is no part of it
     assert read_notes("I quit smoking. Today was awful.")[0].text == "I quit smoking."
-    (note,) = read_notes("handed my notice in!! got head chef at a new place in Shawlands. tues-sat, my own menu")
-    assert note.text == "handed my notice in!! got head chef at a new place in Shawlands. tues-sat, my own menu"
+    chef = "handed my notice in!! got head chef at a new place in Shawlands. tues-sat, my own menu"
+    assert _one_note(chef) == chef
 
 
 def test_a_state_said_without_a_verb_then_how_it_came_about_is_a_note() -> None:
-    (note,) = read_notes("allergic to penicillin btw, came up in a rash all over when I was 15")
-    assert note.text == "allergic to penicillin btw, came up in a rash all over when I was 15"
-    (note,) = read_notes("Lactose intolerant since birth, found out the hard way.")
-    assert note.text == "Lactose intolerant since birth, found out the hard way."
+    for text in (
+        "allergic to penicillin btw, came up in a rash all over when I was 15",
+        "Lactose intolerant since birth, found out the hard way.",
+    ):
+        assert _one_note(text) == text
     # a trip or a thing named first is a story of the past, not a state
     assert read_notes("Great trip to Rome, flew back yesterday.") == []
     assert read_notes("The new printer, set it up last night.") == []

@@ -144,18 +144,11 @@ class Reflection:
         A match by words needs `words_needed` of them and, in a language the embedder reads, a
         note that is the nearest in meaning or that meaning does not call unrelated: an everyday
         word shared ("run", "back", "难受") is no subject ("no running for 3 months, my knee"
-        does not replace "mum does the school run")."""
+        does not replace "mum does the school run"). A change of what one owns one at a time (a
+        car, a phone: :func:`trimem.text.facets.owned`) is about the one note naming such a thing."""
         if not held:
             return None
-        held_words = {key: subject_words(value) for key, value in held.items()}
-        # a word many of the user's notes share ("公司", "work") names no one subject
-        counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
-        common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
         said = what_was_said(told)
-        words = frozenset(t for t in subject_words(said) if _base(t) not in common)
-        bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
-        # what changed is named beside the word that tells the change: a word said elsewhere in
-        # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
         changed = change_clauses(said)
         # a change of what one owns one at a time ("电车换掉了，现在开理想L6", "got a Kia Niro")
         # replaces the one note that names the one before, whatever words they share
@@ -163,6 +156,14 @@ class Reflection:
         of_kind = [key for key, value in held.items() if owned(value) & kinds] if kinds else []
         if len(of_kind) == 1:
             return of_kind[0]
+        held_words = {key: subject_words(value) for key, value in held.items()}
+        # a word many of the user's notes share ("公司", "work") names no one subject
+        counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
+        common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
+        words = frozenset(t for t in subject_words(said) if _base(t) not in common)
+        bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
+        # what changed is named beside the word that tells the change: a word said elsewhere in
+        # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
         focus = {_base(t) for t in subject_words(changed)}
         shared = {key: len(b) for key, b in bases.items()}
         cosine: dict[str, float] = {}

@@ -44,8 +44,14 @@ MAKES: Final = (
     "mahindra|byd|polestar|rivian|gmc|buick|cadillac|dacia|isuzu|porsche"
 )
 """Makes of car, "|"-separated: the vehicle facet's words, read though written with a capital."""
-# Makes of phone, read though written with a capital.
-_PHONE_MAKES: Final = frozenset("iphone samsung pixel huawei xiaomi oneplus motorola".split())
+_PHONE_MAKES: Final = "iphone|samsung|pixel|huawei|xiaomi|oneplus|motorola"
+# (Chinese makes: words that only look like makes are left out, 吉利 "lucky", 大众 "the public")
+_ZH_CAR_MAKES: Final = (
+    "比亚迪|丰田|本田|特斯拉|蔚来|小鹏|零跑|埃安|哈弗|五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪"
+)
+_ZH_PHONE_MAKES: Final = "华为|荣耀|三星|一加|iphone|oppo|vivo"
+# A make is read though written with a capital, as names are.
+_MAKE_WORDS: Final = frozenset(f"{MAKES}|{_PHONE_MAKES}".split("|"))
 
 # facet → (English words and phrases, Chinese words), "|"-separated. English words match whole
 # (and with a plural, -ing or -ed ending); Chinese words match anywhere.
@@ -162,17 +168,14 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "devices": (
         "computer|laptop|pc|mac|macbook|windows|software|app|apps|excel|powerpoint|slides|deck|"
-        "spreadsheet|spreadsheets|template|templates|printer|phone|iphone|android|tablet|ipad|keyboard|monitor|"
-        "samsung|pixel|huawei|xiaomi|oneplus|motorola",
-        "电脑|笔记本|软件|文档|表格|课件|ppt|excel|wps|office|幻灯片|模板|打印机|手机|平板|键盘|显示器|安卓|苹果手机|"
-        "华为|荣耀|三星|一加|iphone|oppo|vivo",
+        f"spreadsheet|spreadsheets|template|templates|printer|phone|android|tablet|ipad|keyboard|monitor|{_PHONE_MAKES}",
+        f"电脑|笔记本|软件|文档|表格|课件|ppt|excel|wps|office|幻灯片|模板|打印机|手机|平板|键盘|显示器|安卓|苹果手机|{_ZH_PHONE_MAKES}",
     ),
     # the user's own vehicle, by its kind or its make: "Picked up a secondhand Kia Niro", "换了台埃安Y"
     "vehicle": (
         "car|cars|van|truck|suv|pickup|minivan|hatchback|sedan|motorbike|motorcycle|drive|driving|drove|"
         f"licence|license|parking|mileage|petrol|diesel|fuel|tyres|tires|brakes|dealer|dealership|{MAKES}",
-        "开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|比亚迪|丰田|本田|"
-        "特斯拉|蔚来|小鹏|零跑|埃安|哈弗|五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪",
+        f"开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|{_ZH_CAR_MAKES}",
     ),
     "language": (
         "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
@@ -238,13 +241,12 @@ _OWNED: Final = {
     "vehicle": (
         rf"\b(?:car|van|truck|suv|pickup|minivan|hatchback|sedan|estate|motorbike|motorcycle|{MAKES})\b",
         # ("辆" counts vehicles only: "开的是辆二手朗逸")
-        "辆|车子|油车|电车|新车|旧车|老车|二手车|代步车|那台车|比亚迪|丰田|本田|特斯拉|蔚来|小鹏|零跑|埃安|哈弗|"
-        "五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪",
+        f"辆|车子|油车|电车|新车|旧车|老车|二手车|代步车|那台车|{_ZH_CAR_MAKES}",
     ),
     "phone": (
         # ("phone" alone is as often the verb: "I phone my sister")
-        r"\b(?:(?:my|our|new|old|the|a)\s+phone|iphone|samsung|pixel|huawei|xiaomi|oneplus|motorola)\b",
-        "手机|华为|荣耀|三星|一加|iphone|oppo|vivo",
+        rf"\b(?:(?:my|our|new|old|the|a)\s+phone|{_PHONE_MAKES})\b",
+        f"手机|{_ZH_PHONE_MAKES}",
     ),
 }
 _OWNED_RE: Final = {kind: (re.compile(en, re.I), re.compile(zh, re.I)) for kind, (en, zh) in _OWNED.items()}
@@ -260,16 +262,6 @@ def owned(text: str) -> frozenset[str]:
     """
     text = text[:MAX_FACET_CHARS]
     return frozenset(kind for kind, (en, zh) in _OWNED_RE.items() if en.search(text) or zh.search(text))
-
-
-@functools.cache
-def _makes() -> frozenset[str]:
-    return frozenset(MAKES.split("|")) | _PHONE_MAKES
-
-
-def _brand(word: str) -> bool:
-    """Whether `word` (casefolded) is a make the facets know, written with a capital as names are."""
-    return word in _makes()
 
 
 def _opens_sentence(text: str, at: int) -> bool:
@@ -293,7 +285,7 @@ def facets(text: str) -> frozenset[str]:
     for m in _EN_WORD.finditer(text):
         word = m.group().casefold()
         # (Chinese writes no capitals: a Latin word in it is read, "帮我写段LinkedIn简介")
-        if not chinese and m.group()[0].isupper() and not _opens_sentence(text, m.start()) and not _brand(word):
+        if not chinese and m.group()[0].isupper() and not _opens_sentence(text, m.start()) and word not in _MAKE_WORDS:
             continue
         hit = _word_facets(words, word)
         if hit is not None:

@@ -350,7 +350,7 @@ def keys_for_phrase(
 
 _SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
 _SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
-_HAN_CHARS: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_HAN_CHARS: Final = re.compile(f"[{HAN_RANGE}]")
 
 
 def note_key(text: str, taken: Container[str]) -> str:

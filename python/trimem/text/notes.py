@@ -463,7 +463,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         return []
     kept: list[str] = []
     before: str | None = None  # the sentence just before, when it was told but is no note
-    announced: str | None = None  # the sentence just before, when it announced a change in a word or three
+    announced: str | None = None  # the sentence just before, when it announced a change in a few words
     last_kept = False  # whether the sentence just before was kept
     for s in sentences(prepare_text(text)):
         body = s.body.strip()
@@ -488,7 +488,8 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
         if announced is not None and not has_han(body) and not _is_moment(body):
             # a change announced in a few words ("We moved!", "New job!") is told by what
             # follows it ("Freestanding house in Noordwyk, 10 minutes from the new school.")
-            kept.extend(() if announced in kept else (announced,))
+            if announced not in kept:
+                kept.append(announced)
             kept.append(s.text.strip())
             before, last_kept, announced = None, True, None
             continue
