@@ -97,6 +97,7 @@ def test_what_one_owns_one_at_a_time_is_named_by_kind_or_make_not_by_use() -> No
     assert owned("I drive a 2017 Honda Odyssey") == {"vehicle"}
     assert owned("finally got a new phone, Samsung S24") == {"phone"}
     assert owned("手机掉水里报废了，换了华为Pura 70") == {"phone"}
+    assert owned("开的是坦克300，走土路还行") == owned("越野车卖了") == {"vehicle"}
     # driving, phoning, and a word that only looks like a make name nothing owned
     assert owned("I drive up every Wednesday") == owned("Sundays I phone my sister") == frozenset()
     assert owned("嫌不吉利，早习惯了") == owned("夜里开车看灯都是发散的") == frozenset()

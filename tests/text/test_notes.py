@@ -473,11 +473,19 @@ def test_a_change_is_told_in_everyday_words(text: str) -> None:
         ("We sold the guesthouse! Too tiring. Ana is glad I have time for her.", "We sold the guesthouse"),
         ("民宿转出去了！太累了。顺便卖阿金的扎染", "民宿转出去了"),
         ("越野车不开了，换了台极氪7X，古城里停车方便多了", "越野车不开了 换了台极氪7X"),
+        # a headline alone, though what follows tells of now too
+        ("民宿转出去了！太累了。现在在大理古城开了个小咖啡馆", "民宿转出去了"),
+        ("Sold the Jetta! Driving a Leaf now.", "Sold the Jetta"),
         ("I'm allergic to cats.", ""),  # no change told
     ],
 )
 def test_the_clauses_that_tell_a_change(text: str, clauses: str) -> None:
     assert change_clauses(text) == clauses
+
+
+def test_without_the_headline_every_clause_that_tells_a_change_counts() -> None:
+    said = "民宿转出去了！太累了。现在在大理古城开了个小咖啡馆"
+    assert change_clauses(said, headline=False) == "民宿转出去了 现在在大理古城开了个小咖啡馆"
 
 
 def test_a_story_keeps_who_someone_is_and_what_the_user_still_has() -> None:

@@ -192,6 +192,9 @@ def test_the_gates_change_no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
         ("要是数据库是MySQL就好了", []),
         ("我的编辑器还是 Vim", [("editor", "Vim")]),  # still Vim: a value
         ("端口是 6379", [("端口", "6379")]),
+        ("手机还是iPhone 12 mini，小屏党", [("phone", "iPhone 12 mini")]),  # an adverb is no part of the key
+        ("手机掉水里报废了，咬咬牙换了华为Pura 70", []),  # 华为 is a make, a story no label
+        ("开的是坦克300，就是油耗吓人", []),  # what one drives: a note, not a key "开"
         ("我本地主力语言是 TypeScript，开发环境为 macOS", [("primary_language", "TypeScript"), ("target_os", "macOS")]),
     ],
 )

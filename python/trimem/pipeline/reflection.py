@@ -28,14 +28,8 @@ from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
 from trimem.text.facets import facets, owned
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
-from trimem.text.notes import (
-    NOT_SUBJECT_HAN,
-    NOT_SUBJECT_WORDS,
-    change_clauses,
-    states_change,
-    what_was_said,
-)
-from trimem.text.stopwords import QUERY_STOPWORDS
+from trimem.text.notes import change_clauses, states_change, what_was_said
+from trimem.text.stopwords import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, QUERY_STOPWORDS
 from trimem.text.words import name_words, small_words
 
 if TYPE_CHECKING:
@@ -164,7 +158,10 @@ class Reflection:
         bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
         # what changed is named beside the word that tells the change: a word said elsewhere in
         # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
-        focus = {_base(t) for t in subject_words(changed)}
+        # (a headline naming nothing, "搬家啦！", leaves it to every clause that tells the change)
+        focus = {_base(t) for t in subject_words(changed)} or {
+            _base(t) for t in subject_words(change_clauses(said, headline=False))
+        }
         shared = {key: len(b) for key, b in bases.items()}
         cosine: dict[str, float] = {}
         vector = self._facts.embed_fact(NOTE_PREFIX, text)

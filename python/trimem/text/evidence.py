@@ -17,9 +17,9 @@ import re
 from typing import Final
 
 from trimem.text.keys import KEY_PHRASES
-from trimem.text.notes import NOT_SUBJECT, NOT_SUBJECT_HAN
 from trimem.text.script import HAN_RANGE, has_han, prepare_text
 from trimem.text.sentences import sentences
+from trimem.text.stopwords import NOT_SUBJECT, NOT_SUBJECT_HAN
 
 __all__ = ["MAX_EVIDENCE_CHARS", "evidence_of"]
 

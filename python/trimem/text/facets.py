@@ -48,6 +48,7 @@ _PHONE_MAKES: Final = "iphone|samsung|pixel|huawei|xiaomi|oneplus|motorola"
 # (Chinese makes: words that only look like makes are left out, 吉利 "lucky", 大众 "the public")
 _ZH_CAR_MAKES: Final = (
     "比亚迪|丰田|本田|特斯拉|蔚来|小鹏|零跑|埃安|哈弗|五菱|奇瑞|宝马|奥迪|别克|雪佛兰|起亚|马自达|斯柯达|问界|极氪"
+    "|捷达|奔驰|日产|福特|领克|岚图|坦克"
 )
 _ZH_PHONE_MAKES: Final = "华为|荣耀|三星|一加|iphone|oppo|vivo"
 # A make is read though written with a capital, as names are.
@@ -241,7 +242,8 @@ _OWNED: Final = {
     "vehicle": (
         rf"\b(?:car|van|truck|suv|pickup|minivan|hatchback|sedan|estate|motorbike|motorcycle|{MAKES})\b",
         # ("辆" counts vehicles only: "开的是辆二手朗逸")
-        f"辆|车子|油车|电车|新车|旧车|老车|二手车|代步车|那台车|{_ZH_CAR_MAKES}",
+        # ("开的是" is what one drives: "开的是坦克300")
+        f"辆|车子|油车|电车|新车|旧车|老车|二手车|代步车|那台车|越野车|轿车|皮卡|开的是|{_ZH_CAR_MAKES}",
     ),
     "phone": (
         # ("phone" alone is as often the verb: "I phone my sister")

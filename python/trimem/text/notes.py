@@ -7,7 +7,7 @@ the team"), something about one moment ("Sandstorm today"), or small talk with t
 ("多谢你啊"). What a question or request tells of the user in passing is kept without the request
 ("what should I cook tonight, I'm vegetarian" keeps "I'm vegetarian"). A note that states a change ("I
 drive in now", "现在住亦庄", "we moved to Condens") may replace an earlier note on the same subject:
-:data:`NOT_SUBJECT_WORDS` are words two notes are not compared on.
+:data:`trimem.text.stopwords.NOT_SUBJECT_WORDS` are words two notes are not compared on.
 
 >>> [n.text for n in read_notes("I'm allergic to cats. My eyes swell shut within an hour.")]
 ["I'm allergic to cats. My eyes swell shut within an hour."]
@@ -36,15 +36,12 @@ from trimem.text.cues import FILLER, GREETING
 from trimem.text.facets import OCCUPATIONS
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS
-from trimem.text.script import Language, has_han, language, prepare_text
+from trimem.text.script import HAN_RANGE, Language, has_han, language, prepare_text
 from trimem.text.sentences import Sentence, is_polite, sentences
-from trimem.text.stopwords import QUERY_STOPWORDS
+from trimem.text.stopwords import NOT_SUBJECT
 
 __all__ = [
     "MAX_NOTE_CHARS",
-    "NOT_SUBJECT",
-    "NOT_SUBJECT_HAN",
-    "NOT_SUBJECT_WORDS",
     "Note",
     "asks_for_fact",
     "change_clauses",
@@ -237,7 +234,7 @@ _ZH_QUESTION_WORD: Final = re.compile(
     r"什么|啥|哪|谁|几(?:次|遍|分钟|小时|桶|斤|岁|号|点|个|天|本|部|首|种)|多少|有没有|(?:干|念|吃|做|买|带|说|弄|整)嘛"
 )
 _ZH_NOT_ASKING: Final = re.compile(
-    r"(?:什么|啥|谁)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这])几[个位家]|(?<=[好十])几|几(?=[十百千万])"
+    r"(?:什么|啥|谁)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这的])几[个位家]|(?<=[好十])几|几(?=[十百千万])"
     r"|(?<=[做干搞])啥[^,，。;；]{1,4}的"  # "做啥芯片的": some kind of chip work
 )
 _STATEMENT_END: Final = ("。", ".", "！", "!")
@@ -636,7 +633,7 @@ _EN_REPORTER: Final = re.compile(
 )
 
 
-def change_clauses(text: str) -> str:
+def change_clauses(text: str, *, headline: bool = True) -> str:
     """The clauses of `text` that tell a change, joined ("" when none does): what a change is
     about sits beside the word that tells it ("民宿转出去了" of "民宿转出去了！太累了。…顺便卖阿金的扎染").
 
@@ -644,11 +641,24 @@ def change_clauses(text: str) -> str:
     'we bought a used Isuzu'
     """
     out: list[str] = []
-    for s in sentences(prepare_text(text)):
-        for part in (_ZH_CLAUSE if has_han(s.text) else _EN_CLAUSE).split(s.text):
-            if part.strip() and states_change(part):
-                out.append(part.strip().rstrip("?!.。~ "))
+    said = list(sentences(prepare_text(text)))
+    for i, s in enumerate(said):
+        parts = [p.strip() for p in (_ZH_CLAUSE if has_han(s.text) else _EN_CLAUSE).split(s.text) if p.strip()]
+        # a headline of a change ("民宿转出去了！", "Sold the Jetta!") names what changed; what
+        # the sentences after it tell is where things stand now
+        alone = headline and i == 0 and len(said) > 1 and len(parts) == 1
+        if alone and states_change(parts[0]) and _headline(parts[0]):
+            return parts[0].rstrip("?!.。~！ ")
+        out.extend(p.rstrip("?!.。~ ") for p in parts if states_change(p))
     return " ".join(out)
+
+
+_HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
+
+
+def _headline(clause: str) -> bool:
+    """Whether `clause` is as short as a headline: four words, or eight Chinese characters."""
+    return len(_HAN_CHAR.findall(clause)) <= 8 if has_han(clause) else len(_EN_WORD.findall(clause)) <= 4
 
 
 def what_was_said(text: str) -> str:
@@ -759,35 +769,3 @@ def tells_news(text: str) -> bool:
 def states_change(text: str) -> bool:
     """Whether `text` says something changed ("now", "anymore", "moved", "现在", "改成")."""
     return (_ZH_CHANGE if has_han(text) else _EN_CHANGE).search(text) is not None
-
-
-NOT_SUBJECT_WORDS: Final = (
-    "now anymore longer these days nowadays instead since new moved changed switched started stopped "
-    "quit resigned retired handed notice "
-    "every each always usually never most weekdays weekends mornings evenings nights today week month "
-    "year time day days work "
-    "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays saturday saturdays "
-    "sunday sundays "
-    # (Chinese: the days, seasons and times of day, as the character pairs the index reads them in)
-    "礼拜天 礼拜一 礼拜二 礼拜三 礼拜四 礼拜五 礼拜六 礼拜日 星期天 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
-    "周一 周二 周三 周四 周五 周六 周日 周末 早上 早晨 上午 中午 下午 晚上 傍晚 半夜 夜里 每天 天天 每周 每月 每年 "
-    "今年 去年 明年 平时 冬天 夏天 春天 秋天 "
-    # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
-    "get gets got getting gotten gone went going finally actually really still "
-    # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
-    # "little cottage" about "Little Tern Coffee"
-    "km kms mile miles kg kgs lb lbs hour hours hr hrs minute minutes min mins percent "
-    "little big small old good great nice bad lot lots bit"
-)
-"""Words of time and change, units and everyday adjectives: they say when, how much or what
-like, not what, so two notes sharing only these are not about one subject."""
-
-
-NOT_SUBJECT_HAN: Final = frozenset(
-    "我你您他她它们咱的地得了着过是在有和与及就都也还很太又把被让给从到向对不没别那这哪个些每吗呢吧啊呀哦嘛"
-)
-"""Chinese characters of grammar (pronouns, particles, negation, measure): a character pair with
-one of them ("我每", "不去", "那个") names no subject."""
-
-NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
-"""English words that name no subject: stopwords and the words of time and change."""

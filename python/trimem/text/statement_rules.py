@@ -497,11 +497,12 @@ THE_KEY_IS: Final = re.compile(
 # are no facts); a Chinese key may be glued ("用户偏好：深色模式").
 COLON: Final = re.compile(r"^(?P<key>[^\s:=][^:=]{0,40}?)\s*(?P<sep>:|=)(?P<sp>\s*)(?P<value>\S.*)$")
 # "X是Y" without an owner: a fact when Y looks like a value ("端口是 6379"), so that a definition
-# ("PostgreSQL 是一个关系型数据库") is not one. 为 inside 作为/成为/认为/因为... is no copula.
+# ("PostgreSQL 是一个关系型数据库") is not one. 为 inside 作为/成为/认为/因为/华为/行为... is no
+# copula; an adverb before 是 is no part of the key ("手机还是 iPhone 12": still).
 ZH_KEY_IS: Final = re.compile(
-    r"^(?P<key>[^,;:。是为\s][^,;:。是为]{0,11}?)\s*(?:"
+    r"^(?P<key>[^,;:。是为\s][^,;:。是为]{0,11}?)\s*(?:还|也|都|一直|仍然|依然|依旧|现在|目前|已经)?(?:"
     + _ZH_IS
-    + r"|(?<![作成认因称以视改更换设])为)\s*(?P<value>.+)$"
+    + r"|(?<![作成认因称以视改更换设华行])为)\s*(?P<value>.+)$"
 )
 
 _TEAM: Final = re.compile(r"\b(?:we|we're|we've|we'll|our|us|let's|let\s+us|the\s+team)\b|我们|咱们|团队", re.I)

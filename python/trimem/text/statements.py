@@ -298,14 +298,20 @@ class StatementReader:
             return [_Found(("set", hit.key, value, key, None), "fact", None)] if hit and value else []
         if han and (m := ZH_KEY_IS.match(body)):
             key = m.group("key").strip()
-            if TIME.anywhere(key) or ZH_PERSON.search(key):
+            # a story ("咬咬牙换了…") or a lone verb ("开的是坦克300": what one drives) is no label
+            if TIME.anywhere(key) or ZH_PERSON.search(key) or "了" in key:
                 return []
             hit = resolve_key(key, "any", self._aliases)
             value = clean_value(clause_value(m.group("value")))
+            if hit and not hit.known and hit.key in _ZH_LONE_VERBS:
+                return []
             if hit and value and (hit.known or has_latin_or_digit(value)):
                 return [_Found(("set", hit.key, value, key, None), "fact", subject_of(body))]
         return []
 
+
+# "V的是Y" is what one does, not a label: "开的是坦克300" (what one drives), "用的是…"
+_ZH_LONE_VERBS: Final = frozenset("开用住吃喝穿看玩听骑做学读养抽戴")
 
 _DEFAULT: Final = StatementReader()
 

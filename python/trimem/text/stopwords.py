@@ -1,7 +1,7 @@
 """Stopword lists, each for one job: the words a query search drops, the Chinese filler cut out
 of a query's character runs (and the words that merely contain a filler character), the words that
-end a short noun phrase, the capitalised words that are no names, and the Chinese function
-characters that end a phrase.
+end a short noun phrase, the capitalised words that are no names, the Chinese function
+characters that end a phrase; the words and characters that name no subject of a note.
 
 >>> "the" in QUERY_STOPWORDS, "docker" in QUERY_STOPWORDS, "帮我" in ZH_QUERY_FILLER, "使用" in ZH_QUERY_KEEP
 (True, False, True, True)
@@ -13,6 +13,9 @@ from typing import Final
 
 __all__ = [
     "CAPITALISED_STOPWORDS",
+    "NOT_SUBJECT",
+    "NOT_SUBJECT_HAN",
+    "NOT_SUBJECT_WORDS",
     "PHRASE_STOPWORDS",
     "QUERY_STOPWORDS",
     "ZH_PHRASE_BREAKS",
@@ -90,3 +93,35 @@ CAPITALISED_STOPWORDS: Final = frozenset(
 
 # Chinese runs (a subject or object with no delimiter) end at these function characters.
 ZH_PHRASE_BREAKS: Final = frozenset("的了和与跟及或、来做当吧呢啊吗也都还就很上里中时这那但而并等在把被给对向从为")
+
+
+NOT_SUBJECT_WORDS: Final = (
+    "now anymore longer these days nowadays instead since new moved changed switched started stopped "
+    "quit resigned retired handed notice "
+    "every each always usually never most weekdays weekends mornings evenings nights today week month "
+    "year time day days work "
+    "monday mondays tuesday tuesdays wednesday wednesdays thursday thursdays friday fridays saturday saturdays "
+    "sunday sundays "
+    # (Chinese: the days, seasons and times of day, as the character pairs the index reads them in)
+    "礼拜天 礼拜一 礼拜二 礼拜三 礼拜四 礼拜五 礼拜六 礼拜日 星期天 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
+    "周一 周二 周三 周四 周五 周六 周日 周末 早上 早晨 上午 中午 下午 晚上 傍晚 半夜 夜里 每天 天天 每周 每月 每年 "
+    "今年 去年 明年 平时 冬天 夏天 春天 秋天 "
+    # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
+    "get gets got getting gotten gone went going finally actually really still "
+    # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
+    # "little cottage" about "Little Tern Coffee"
+    "km kms mile miles kg kgs lb lbs hour hours hr hrs minute minutes min mins percent "
+    "little big small old good great nice bad lot lots bit"
+)
+"""Words of time and change, units and everyday adjectives: they say when, how much or what
+like, not what, so two notes sharing only these are not about one subject."""
+
+
+NOT_SUBJECT_HAN: Final = frozenset(
+    "我你您他她它们咱的地得了着过是在有和与及就都也还很太又把被让给从到向对不没别那这哪个些每吗呢吧啊呀哦嘛啦咯呗喽哟"
+)
+"""Chinese characters of grammar (pronouns, particles, negation, measure): a character pair with
+one of them ("我每", "不去", "那个") names no subject."""
+
+NOT_SUBJECT: Final = QUERY_STOPWORDS | frozenset(NOT_SUBJECT_WORDS.split())
+"""English words that name no subject: stopwords and the words of time and change."""
