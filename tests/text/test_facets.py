@@ -48,6 +48,10 @@ from trimem.text.facets import FACETS, facets, owned
         ("寒假快到了，帮我规划一下春节前后的安排", {"holiday"}),
         ("我电脑上装的是WPS，Office那套用不惯", {"devices"}),
         ("推荐几首日语歌", {"arts", "language"}),
+        # work as people say it, and home in Cantonese
+        ("单位通知去体检，得跟上班错开", {"health", "career"}),
+        ("Can you swap my Saturday shift?", {"career"}),
+        ("屋企楼下开咗间茶餐厅", {"home", "food", "drink"}),
     ],
 )
 def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:

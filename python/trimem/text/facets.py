@@ -76,19 +76,21 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "tickets|taxi|uber|lyft|parking|route|directions|get to|getting to|ride|rides|ferry|visa|passport|"
         "hotel|airbnb|road trip|carpool|scooter|walk to",
         "开车|驾照|车|地铁|公交|高铁|火车|动车|飞机|机票|车票|出差|通勤|打车|骑车|自行车|电动车|路线|回家|旅行|"
-        "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟",
+        "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟|坐飞机|飞去|飞到|出发|转机|落机|搭车",
     ),
     "home": (
         "home|house|flat|apartment|neighbourhood|neighborhood|nearby|near|local|locally|live|living|lives|"
         "moved|move|address|rent|landlord|hometown|grew up|born|from|stairs|staircase|elevator|bungalow|ground floor",
-        "住|我家|家里|在家|回家|离家|到家|家门口|附近|小区|房子|租|搬|城市|地址|本地|老家|家乡|周边|楼梯|电梯|几楼|楼层",
+        "住|我家|家里|在家|回家|离家|到家|从家|家门口|附近|小区|房子|租|搬|城市|地址|本地|老家|家乡|周边|楼梯|电梯|几楼|楼层|"
+        "屋企|屋头|住处",
     ),
     "health": (
         "health|healthy|doctor|gp|allergy|allergic|allergies|pain|back|knee|knees|wrist|wrists|injury|injured|"
         "condition|asthma|diabetes|diabetic|pregnant|pregnancy|blind|deaf|medication|meds|pill|pills|surgery|"
         "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability|smoke|smoking|cigarette|cigarettes|vape|vaping|nicotine|tobacco|glasses|eyesight|hearing|arthritis|blood pressure|heart|apnea|cataract|tendinitis|rsi|carpal tunnel|inhaler|hay fever|period|chronic",
         "过敏|病|医生|医院|疼|痛|腰|膝盖|手腕|颈椎|恐高|怕|身体|血糖|血压|胰岛素|药|睡眠|失眠|怀孕|体检|"
-        "晕|手术|紫外线|晒|哮喘|近视|体力|烟|戒烟|抽烟|眼镜|听力|心脏|关节|胃病|鼻炎|结节|偏头痛|慢性",
+        "晕|手术|紫外线|晒|哮喘|近视|体力|烟|戒烟|抽烟|眼镜|听力|心脏|关节|胃病|鼻炎|结节|偏头痛|慢性|大夫|看病|吃药|"
+        "耳朵|眼睛|牙|溃疡|椎间盘|腰椎|高反|血脂|尿酸|痛风|感冒|发烧|嗓子",
     ),
     "family": (
         "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
@@ -120,9 +122,10 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "career": (
         "career|profession|job|jobs|role|position|occupation|promotion|promoted|employer|hired|full-time|"
         "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|"
-        f"cover letter|portfolio|interview|internship|{OCCUPATIONS}",
+        f"cover letter|portfolio|interview|internship|shift|shifts|rota|overtime|workplace|on call|{OCCUPATIONS}",
         "职业|岗位|职位|入职|跳槽|升职|简历|简介|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
-        "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机",
+        "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机|上班|下班|单位|加班|值班|倒班|三班|夜班|白班|"
+        "返工|开工|工作|调到|调去|辞职|辞咗",
     ),
     "money": (
         "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
@@ -134,7 +137,7 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "outdoors": (
         "outdoor|outdoors|outside|sun|sunny|rain|raining|weather|hike|hiking|beach|mountain|mountains|snow|"
         "heat|cold|camping|garden|park|trail",
-        "户外|外景|太阳|雨|天气|山|海边|爬山|徒步|露营|雪|高温|冷|公园",
+        "户外|外景|太阳|雨|天气|山|海边|爬山|徒步|露营|雪|高温|冷|公园|登山|行山|海拔|高原|热|晒",
     ),
     "sport": (
         "gym|running|marathon|race|training|train for|yoga|swim|swimming|football|soccer|basketball|"
