@@ -427,6 +427,22 @@ def test_facts_touching_the_requests_facets_rank_higher_by_a_hand_computed_gain(
     assert keys(mem.facts.search("Seattle expo", user_id="u", k=4)) == keys(plain)
 
 
+def test_the_facets_leg_reads_beyond_the_k_best_by_words() -> None:
+    """A car note shares only an everyday word with a driving request, and fourteen notes share
+    it more tightly: it ranks last by words, and only the request's facets of life (driving, a
+    Ford) lift it, so the leg must read more than the ``k`` best by words to find it."""
+    mem = Memory(embedder=None)
+    things = "stamps coins vinyl comics postcards teapots maps fossils badges shells clocks kites marbles fans"
+    said = ["We have a Ford Maverick hybrid, best purchase in years."]
+    said += [f"I collect {x}, have done for years." for x in things.split()]
+    t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    for i, text in enumerate(said):
+        mem.retain(text, user_id="u", timestamp=t0 + timedelta(days=i))
+    mem.reflect(user_id="u")
+    found = [f.value for f, _ in mem.facts.search("Driving to Toledo, it's been years", user_id="u", k=7)]
+    assert len(found) == 7 and found[0] == said[0]
+
+
 @pytest.mark.parametrize("bad", [5, "", "   ", None.__class__])
 def test_a_bad_request_is_refused_before_anything_is_read(bad: object) -> None:
     from trimem.errors import TrimemError

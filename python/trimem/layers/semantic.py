@@ -27,7 +27,7 @@ import numpy as np
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
-from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT
+from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT, REORDER_POOL
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text, named_only
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
@@ -320,18 +320,19 @@ class Facts(IndexedLayer):
             vector = self._embed.query(query)
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
-        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=k,
+        wanted = facets(query if request is None else request)
+        pool = k * REORDER_POOL if wanted or episode_ranks is not None else k
+        q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=pool,
                   floors=self._embed.floors(self.floors, query, request=request), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip
         found = _named_only_is_weak(self._backend.search_facts(q, self._policy), request or query, q.floors)
         if len(found) < 2:  # nothing to reorder
             return found
-        wanted = facets(query if request is None else request)
         if wanted:
             found = _by_facets(found, wanted, self._policy.rrf_k)
         if episode_ranks is not None:
             found = _by_agreement(found, episode_ranks(), self._policy.rrf_k)
-        return self._newer_first(found, agent_id, user_id)
+        return self._newer_first(found[:k], agent_id, user_id)
 
     def _newer_first(
         self, found: builtins.list[tuple[Fact, Scored]], agent_id: str, user_id: str
