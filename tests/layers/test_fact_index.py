@@ -136,7 +136,7 @@ class Topics:
     words = ({"mum", "school"}, {"cats", "physio", "knee"}, {"cats", "vet"})  # family, health, pets
 
     def __call__(self, texts: list[str]):  # type: ignore[no-untyped-def]
-        out = np.full((len(texts), 3), 1e-3, dtype=np.float32)
+        out = np.full((len(texts), self.dim), 1e-3, dtype=np.float32)
         for i, t in enumerate(texts):
             said = set(t.casefold().replace(".", " ").replace(",", " ").split())
             for topic, words in enumerate(self.words):
@@ -157,6 +157,27 @@ def test_a_change_replaces_no_note_it_shares_only_an_everyday_word_with() -> Non
     mem.retain("My mum does the school run on Mondays.", user_id="u", timestamp=ago(200))
     mem.retain("Physio says no running for a while, my knee, so I swim now.", user_id="u", timestamp=ago(20))
     assert [c.op for c in mem.reflect(user_id="u")] == ["set", "update"]
+
+
+class Work(Topics):
+    """Topics of work, family and a day out: a change that is mostly about the day out is near the
+    job in meaning, but not near enough to be the same subject by meaning alone."""
+
+    dim = 4
+    words = ({"trains", "shifts", "desk"}, {"mum", "school"}, {"lake", "boat"}, {"cats"})
+
+
+def test_the_one_note_on_the_part_of_life_a_change_is_about_and_nearest_in_meaning_is_its_subject() -> None:
+    job, mum = "I drive trains on the Jubilee line, early shifts.", "My mum does the school run on Mondays."
+    change = "Big change, a desk job now, and weekends at the lake and on the boat."
+    embedder = Work()
+    assert 0.3 < float(embedder([job])[0] @ embedder([change])[0]) < 0.45  # near, not the same by meaning
+    mem = Memory(embedder=embedder)
+    for i, text in enumerate([job, mum, change]):
+        mem.retain(text, user_id="u", timestamp=ago(200 - 90 * i))
+    assert [c.op for c in mem.reflect(user_id="u")] == ["set", "set", "update"]
+    (updated,) = [f for f in mem.facts.list(user_id="u") if len(f.history) == 2]
+    assert [v.value for v in updated.history] == [job, change]
 
 
 def test_a_question_replaces_no_note() -> None:

@@ -26,7 +26,7 @@ from trimem.errors import InvalidArgumentError
 from trimem.records import FactChange
 from trimem.reflect import NOTE, Extractor, RuleExtractor
 from trimem.scope import check_id, episode_namespace
-from trimem.text.facets import facets, owned
+from trimem.text.facets import ONE_AT_A_TIME, OWNED_KINDS, facets, owned
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
 from trimem.text.notes import change_clauses, states_change, what_was_said
 from trimem.text.stopwords import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, QUERY_STOPWORDS
@@ -112,7 +112,12 @@ class Reflection:
         # a change may supersede a note or a fact keyed by the user's own phrase ("desk at the
         # office"); a key of the key-phrase table is the statement reader's to change
         # (a fact keyed by the user's phrase is about that phrase too: "lead baker" of "Rogelio")
-        notes = {f.key: fact_text(f.key, f.value) for f in facts if is_note_key(f.key) or not is_known_key(f.key)}
+        # (and a key named for a thing owned one at a time: "phone")
+        notes = {
+            f.key: fact_text(f.key, f.value)
+            for f in facts
+            if is_note_key(f.key) or not is_known_key(f.key) or f.key in OWNED_KINDS
+        }
         if states_change(text):
             same = self._same_subject(text, told, notes, user_id=user_id, agent_id=agent_id)
             if same is not None:
@@ -148,8 +153,8 @@ class Reflection:
         # replaces the one note that names the one before, whatever words they share
         kinds = owned(changed)
         of_kind = [key for key, value in held.items() if owned(value) & kinds] if kinds else []
-        if len(of_kind) == 1:
-            return of_kind[0]
+        if len(of_kind) == 1 or (of_kind and (named := kinds & held.keys())):
+            return of_kind[0] if len(of_kind) == 1 else min(named)
         held_words = {key: subject_words(value) for key, value in held.items()}
         # a word many of the user's notes share ("公司", "work") names no one subject
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
@@ -190,8 +195,18 @@ class Reflection:
         # note in meaning either, are everyday words, not the subject
         unrelated = reads and near < self._facts.unrelated_cosine and near < max(cosine.values())
         by_words = shared[best] >= words_needed and not unrelated
+        # the one note on the part of life the change is about (one where a change replaces what
+        # held: not health), and the nearest in meaning: "调岗了！现在…常白班" is about "我在重庆
+        # 开轻轨，倒班", though no word is shared
+        by_part = (
+            reads
+            and words_needed == 1
+            and near >= self._facts.unrelated_cosine
+            and near == max(cosine.values())
+            and any(f_counts[f] == 1 for f in held_facets[best] & ONE_AT_A_TIME)
+        )
         tied = sum(1 for key in held if score[key] == score[best]) > 1  # ambiguous: replace nothing
-        return best if (by_words or by_meaning) and not tied else None
+        return best if (by_words or by_meaning or by_part) and not tied else None
 
     def pending(self) -> list[tuple[str, str]]:
         """(agent_id, user_id) pairs with episodes reflect has not read yet."""

@@ -27,7 +27,7 @@ from typing import Final
 
 from trimem.text.script import has_han, prepare_text
 
-__all__ = ["FACETS", "MAKES", "MAX_FACET_CHARS", "OCCUPATIONS", "facets", "owned"]
+__all__ = ["FACETS", "MAKES", "MAX_FACET_CHARS", "OCCUPATIONS", "ONE_AT_A_TIME", "OWNED_KINDS", "facets", "owned"]
 
 OCCUPATIONS: Final = (
     "nurse|engineer|designer|developer|programmer|teacher|lecturer|professor|accountant|lawyer|solicitor|"
@@ -254,6 +254,11 @@ _OWNED: Final = {
         f"手机|{_ZH_PHONE_MAKES}",
     ),
 }
+ONE_AT_A_TIME: Final = frozenset(FACETS) - {"health"}
+"""The facets of life where what holds now is one thing (a job, a home, a sport, a school) that a
+change replaces; conditions of health add up rather than replace one another."""
+OWNED_KINDS: Final = frozenset(_OWNED)
+"""The kinds :func:`owned` names; a fact keyed by one ("phone") is that thing."""
 _OWNED_RE: Final = {kind: (re.compile(en, re.I), re.compile(zh, re.I)) for kind, (en, zh) in _OWNED.items()}
 
 

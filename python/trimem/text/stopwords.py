@@ -105,7 +105,9 @@ NOT_SUBJECT_WORDS: Final = (
     # (Chinese: the days, seasons and times of day, as the character pairs the index reads them in)
     "礼拜天 礼拜一 礼拜二 礼拜三 礼拜四 礼拜五 礼拜六 礼拜日 星期天 星期一 星期二 星期三 星期四 星期五 星期六 星期日 "
     "周一 周二 周三 周四 周五 周六 周日 周末 早上 早晨 上午 中午 下午 晚上 傍晚 半夜 夜里 每天 天天 每周 每月 每年 "
-    "今年 去年 明年 平时 冬天 夏天 春天 秋天 "
+    "今年 去年 明年 平时 冬天 夏天 春天 秋天 时间 时候 以前 以后 之前 之后 "
+    # (and the everyday words every chat is made of: "时间自己排" is not about "宵夜时间能见面")
+    "自己 起来 东西 事情 感觉 觉得 知道 可以 需要 因为 所以 但是 已经 一直 一起 终于 一下 一点 "
     # everyday verbs and adverbs: "has got worse" is not about "I've got Meniere's"
     "get gets got getting gotten gone went going finally actually really still "
     # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
