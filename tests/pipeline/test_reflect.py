@@ -1024,6 +1024,9 @@ def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
          "The van got totalled on the ring road. Insurance paid out and I ended up with a 2022 Kia Carnival."),
         (["开的是一辆二手大众Polo，代步够用了", "晚上开车看灯都是发散的"],
          "那台油车卖了，换了台埃安Y，纯电的"),
+        # a fact keyed by the kind ("phone") is the one before
+        (["手机是OPPO Find X7，拍照还蛮好，就是存储快满了", "周末去湿地公园拍鸟"],
+         "手机掉水里报废了，咬咬牙换了华为Pura 70，鸿蒙用起来还蛮顺"),
         (["开的是坦克300，走苍山那几条土路还行，就是油耗吓人", "每个礼拜三跟徒步群的几个人爬苍山"],
          "越野车卖了，换了台极氪7X，古城里停车方便多了"),
         (["Still on a Huawei P30, the battery lasts a day at most.", "Sundays I phone my sister in Perth."],
