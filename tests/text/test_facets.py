@@ -42,6 +42,7 @@ from trimem.text.facets import FACETS, facets, owned
         ("write me a short bio for my linkedin", {"career"}),
         ("I'm a paediatric nurse at Leeds General", {"career"}),
         ("帮我改改简历", {"career"}),
+        ("My fiancée works nights as a dispatcher", {"family", "career"}),  # accents dropped
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),
         ("这周末有个漫展，帮我想想出啥 cos", {"games"}),

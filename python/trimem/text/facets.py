@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Final
 
@@ -33,7 +34,8 @@ OCCUPATIONS: Final = (
     "nurse|engineer|designer|developer|programmer|teacher|lecturer|professor|accountant|lawyer|solicitor|"
     "surgeon|pharmacist|paramedic|architect|analyst|consultant|chef|pilot|electrician|plumber|carpenter|"
     "mechanic|trucker|farmer|scientist|researcher|journalist|librarian|therapist|dentist|intern|sysadmin|"
-    "receptionist|cashier|barista"
+    "receptionist|cashier|barista|dispatcher|firefighter|technician|welder|carer|caregiver|midwife|"
+    "paralegal|bookkeeper|hairdresser|butcher|baker|courier|machinist|stenographer|captioner"
 )
 """Everyday words for what someone works as, "|"-separated: the career facet's, and the reading of
 a job told without "I'm a" ("sous chef at a seafood place")."""
@@ -284,11 +286,19 @@ def _opens_sentence(text: str, at: int) -> bool:
     return before[-1] in _SENTENCE_ENDS
 
 
+def _without_accents(text: str) -> str:
+    """`text` with the accents of Latin letters dropped: "fiancée" and "café" are words of the
+    table."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 @functools.lru_cache(maxsize=8192)
 def facets(text: str) -> frozenset[str]:
     """The facets `text` touches (see :data:`FACETS`); empty when it names none."""
     words, phrases, phrase_pattern, han, han_pattern = _tables()
-    text = prepare_text(text[:MAX_FACET_CHARS])
+    text = _without_accents(prepare_text(text[:MAX_FACET_CHARS]))
     low = text.casefold()
     found: set[str] = set()
     chinese = has_han(low)
