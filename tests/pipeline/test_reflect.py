@@ -893,6 +893,8 @@ def test_a_unit_or_an_everyday_adjective_is_no_subject() -> None:
     from trimem.pipeline.reflection import subject_words
 
     assert not {"km", "\x01km", "littl", "\x01littl"} & subject_words("a little cottage, 25 km from the little shop")
+    # nor an everyday person: "off a guy in Taber" is not about "I'm an Oilers guy"
+    assert not {"guy", "\x01guy", "peopl"} & subject_words("Picked one up off a guy in Taber, people say")
     t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
     mem = Memory(embedder=None)
     mem.retain("My car's a 2013 Subaru Outback with about 260,000 km on it.", user_id="u", timestamp=t0)

@@ -113,7 +113,9 @@ NOT_SUBJECT_WORDS: Final = (
     # units and everyday adjectives: "25 km a week" is not about "260,000 km on the car", nor a
     # "little cottage" about "Little Tern Coffee"
     "km kms mile miles kg kgs lb lbs hour hours hr hrs minute minutes min mins percent "
-    "little big small old good great nice bad lot lots bit"
+    "little big small old good great nice bad lot lots bit far "
+    # everyday people and ways: "off a guy in Taber" is not about "I'm an Oilers guy"
+    "guy guys bloke folks people someone anyone everyone way ways kind sort"
 )
 """Words of time and change, units and everyday adjectives: they say when, how much or what
 like, not what, so two notes sharing only these are not about one subject."""
