@@ -106,8 +106,12 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "pets": (
         "pet|pets|dog|dogs|puppy|cat|cats|kitten|vet|fur|walkies|dog walker|pet sitter|greyhound|terrier|retriever|labrador|collie|spaniel|chihuahua|chihuahuas|boxer|corgi|poodle|kitty|dog sitter|kennel|"
-        "furball|fur baby|furbaby|pup|pupper|doggo|moggy|tabby|tomcat|rescue dog|rescue cat|litter|leash|lead",
-        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛|毛孩子|柯基|布偶|泰迪|金毛|哈士奇|柴犬|英短|橘猫|寄养|主子|喵|汪|猫砂|狗粮|猫粮",
+        "furball|fur baby|furbaby|pup|pupper|doggo|moggy|tabby|tomcat|rescue dog|rescue cat|litter|leash|lead|"
+        # (who looks after them while one is away: "a note for the sitter", "popping in to feed")
+        "sitter|house sitter|popping in|pop in|ferret|rabbit|hamster|guinea pig|budgie|parrot|tortoise|goldfish|rat|"
+        "gerbil|gecko",
+        "宠物|狗|猫|遛狗|铲屎|兽医|猫毛|狗毛|毛孩子|柯基|布偶|泰迪|金毛|哈士奇|柴犬|英短|橘猫|寄养|主子|喵|汪|猫砂|狗粮|猫粮|"
+        "小家伙|小短腿|喂食|仓鼠|兔子|乌龟|金鱼|鱼缸|鹦鹉|鸭子",
     ),
     "people": (
         "boss|manager|colleague|colleagues|coworker|coworkers|team|client|clients|customer|customers|supplier|"
