@@ -46,6 +46,9 @@ from trimem.text.facets import FACETS, facets, owned
         # who looks after the pets while one is away, and the pets called by nicknames
         ("Going away for four days, what should I put in the note for the sitter?", {"pets"}),
         ("五一要出去三天，家里那个小短腿咋安排", {"home", "pets", "holiday"}),
+        # whether one is free is a question of one's hours of work
+        ("which nights am i actually free?", {"career"}),
+        ("闺蜜约我礼拜六去长隆玩一整天，我去得了不", {"career"}),
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),
         ("这周末有个漫展，帮我想想出啥 cos", {"games"}),
