@@ -49,6 +49,9 @@ from trimem.text.facets import FACETS, facets, owned
         # whether one is free is a question of one's hours of work
         ("which nights am i actually free?", {"career"}),
         ("闺蜜约我礼拜六去长隆玩一整天，我去得了不", {"career"}),
+        # what to watch out for is what one's body allows
+        ("同事约我周末去游泳，有啥子要注意的？", {"sport", "health", "people"}),
+        ("Camping in Arizona next month, what should I watch out for?", {"health", "outdoors"}),
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),
         ("这周末有个漫展，帮我想想出啥 cos", {"games"}),

@@ -90,10 +90,14 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "health": (
         "health|healthy|doctor|gp|allergy|allergic|allergies|pain|back|knee|knees|wrist|wrists|injury|injured|"
         "condition|asthma|diabetes|diabetic|pregnant|pregnancy|blind|deaf|medication|meds|pill|pills|surgery|"
-        "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability|smoke|smoking|cigarette|cigarettes|vape|vaping|nicotine|tobacco|glasses|eyesight|hearing|arthritis|blood pressure|heart|apnea|cataract|tendinitis|rsi|carpal tunnel|inhaler|hay fever|period|chronic",
+        "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability|smoke|smoking|cigarette|cigarettes|vape|vaping|nicotine|tobacco|glasses|eyesight|hearing|arthritis|blood pressure|heart|apnea|cataract|tendinitis|rsi|carpal tunnel|inhaler|hay fever|period|chronic|"
+        # (what to watch out for is what one's body allows)
+        "watch out|careful|should i flag|should i worry|should i think about|should i know|should i mention",
         "过敏|病|医生|医院|疼|痛|腰|膝盖|手腕|颈椎|恐高|怕|身体|血糖|血压|胰岛素|药|睡眠|失眠|怀孕|体检|"
         "晕|手术|紫外线|晒|哮喘|近视|体力|烟|戒烟|抽烟|眼镜|听力|心脏|关节|胃病|鼻炎|结节|偏头痛|慢性|大夫|看病|吃药|"
-        "耳朵|眼睛|牙|溃疡|椎间盘|腰椎|高反|血脂|尿酸|痛风|感冒|发烧|嗓子",
+        "耳朵|眼睛|牙|溃疡|椎间盘|腰椎|高反|血脂|尿酸|痛风|感冒|发烧|嗓子|"
+        # what to watch out for is what one's body allows
+        "注意啥|注意什么|要注意|得注意|注意点啥|注意的|顶唔顶得顺",
     ),
     "family": (
         "wife|husband|partner|spouse|kid|kids|child|children|son|sons|daughter|daughters|mum|mom|mother|dad|"
