@@ -453,15 +453,30 @@ def test_the_facets_leg_reads_beyond_the_k_best_by_words() -> None:
     it more tightly: it ranks last by words, and only the request's facets of life (driving, a
     Ford) lift it, so the leg must read more than the ``k`` best by words to find it."""
     mem = Memory(embedder=None)
-    things = "stamps coins vinyl comics postcards teapots maps fossils badges shells clocks kites marbles fans"
-    said = ["We have a Ford Maverick hybrid, best purchase in years."]
-    said += [f"I collect {x}, have done for years." for x in things.split()]
+    said = [
+        "We have a Ford Maverick hybrid, best purchase in years.",
+        "I collect stamps, have done for years.",
+        "My sister has been in Perth for years.",
+        "We've had the same dentist for years.",
+        "I've sung in the choir for years.",
+        "Our cat is fourteen years old.",
+        "I've been vegetarian for years.",
+        "My dad has kept bees for years.",
+        "I've taught piano for years.",
+        "I've grown roses for years.",
+        "I've known Priya for twenty years.",
+        "We've rented this flat for years.",
+        "I've played club chess for years.",
+        "My nan knitted for years.",
+        "I've kept a diary for years.",
+    ]
     t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
     for i, text in enumerate(said):
         mem.retain(text, user_id="u", timestamp=t0 + timedelta(days=i))
     mem.reflect(user_id="u")
-    found = [f.value for f, _ in mem.facts.search("Driving to Toledo, it's been years", user_id="u", k=7)]
-    assert len(found) == 7 and found[0] == said[0]
+    assert len(mem.facts.list(user_id="u")) == len(said)
+    found = [f.value for f, _ in mem.facts.search("Driving to Toledo, it's been years", user_id="u", k=8)]
+    assert len(found) == 8 and found[0] == said[0]
 
 
 @pytest.mark.parametrize("bad", [5, "", "   ", None.__class__])

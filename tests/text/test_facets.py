@@ -52,6 +52,9 @@ from trimem.text.facets import FACETS, facets, owned
         # what to watch out for is what one's body allows
         ("同事约我周末去游泳，有啥子要注意的？", {"sport", "health", "people"}),
         ("Camping in Arizona next month, what should I watch out for?", {"health", "outdoors"}),
+        # how to get somewhere, and a fear of it
+        ("whats my best way of getting there", {"travel"}),
+        ("Scared to death of flying, been on a plane once", {"health", "travel"}),
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),
         ("这周末有个漫展，帮我想想出啥 cos", {"games"}),

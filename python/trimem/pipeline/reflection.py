@@ -152,9 +152,11 @@ class Reflection:
         # a change of what one owns one at a time ("电车换掉了，现在开理想L6", "got a Kia Niro")
         # replaces the one note that names the one before, whatever words they share
         kinds = owned(changed)
-        of_kind = [key for key, value in held.items() if owned(value) & kinds] if kinds else []
-        if len(of_kind) == 1 or (of_kind and (named := kinds & held.keys())):
-            return of_kind[0] if len(of_kind) == 1 else min(named)
+        # (a fact keyed by the kind, "phone", is the thing itself)
+        of_kind = [key for key, value in held.items() if key in kinds or owned(value) & kinds] if kinds else []
+        named = sorted(kinds.intersection(of_kind))
+        if named or len(of_kind) == 1:
+            return named[0] if named else of_kind[0]
         held_words = {key: subject_words(value) for key, value in held.items()}
         # a word many of the user's notes share ("公司", "work") names no one subject
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})

@@ -77,7 +77,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "drive|driving|drove|driver|car|cars|licence|license|commute|commuting|bus|train|subway|metro|tube|"
         "bike|cycle|cycling|flight|flights|fly|flying|airport|airline|trip|travel|travelling|traveling|ticket|"
         "tickets|taxi|uber|lyft|parking|route|directions|get to|getting to|ride|rides|ferry|visa|passport|"
-        "hotel|airbnb|road trip|carpool|scooter|walk to",
+        "hotel|airbnb|road trip|carpool|scooter|walk to|plane|get there|getting there|get down to|get up to|"
+        "get over to|get in to|get into town|way of getting|way to get",
         "开车|驾照|车|地铁|公交|高铁|火车|动车|飞机|机票|车票|出差|通勤|打车|骑车|自行车|电动车|路线|回家|旅行|"
         "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟|坐飞机|飞去|飞到|出发|转机|落机|搭车",
     ),
@@ -92,7 +93,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "condition|asthma|diabetes|diabetic|pregnant|pregnancy|blind|deaf|medication|meds|pill|pills|surgery|"
         "sleep|insomnia|afraid|fear|heights|phobia|anxiety|migraine|therapy|hospital|sick|physio|disability|smoke|smoking|cigarette|cigarettes|vape|vaping|nicotine|tobacco|glasses|eyesight|hearing|arthritis|blood pressure|heart|apnea|cataract|tendinitis|rsi|carpal tunnel|inhaler|hay fever|period|chronic|"
         # (what to watch out for is what one's body allows)
-        "watch out|careful|should i flag|should i worry|should i think about|should i know|should i mention",
+        "watch out|careful|should i flag|should i worry|should i think about|should i know|should i mention|"
+        "scared|terrified|nervous|panic",
         "过敏|病|医生|医院|疼|痛|腰|膝盖|手腕|颈椎|恐高|怕|身体|血糖|血压|胰岛素|药|睡眠|失眠|怀孕|体检|"
         "晕|手术|紫外线|晒|哮喘|近视|体力|烟|戒烟|抽烟|眼镜|听力|心脏|关节|胃病|鼻炎|结节|偏头痛|慢性|大夫|看病|吃药|"
         "耳朵|眼睛|牙|溃疡|椎间盘|腰椎|高反|血脂|尿酸|痛风|感冒|发烧|嗓子|"
