@@ -54,6 +54,7 @@ from trimem.text.facets import FACETS, facets, owned
         ("Camping in Arizona next month, what should I watch out for?", {"health", "outdoors"}),
         # how to get somewhere, and a fear of it
         ("whats my best way of getting there", {"travel"}),
+        ("a day trip to Dingle, about 230 km each way", {"travel", "vehicle"}),
         ("Scared to death of flying, been on a plane once", {"health", "travel"}),
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),

@@ -195,8 +195,11 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     # the user's own vehicle, by its kind or its make: "Picked up a secondhand Kia Niro", "换了台埃安Y"
     "vehicle": (
         "car|cars|van|truck|suv|pickup|minivan|hatchback|sedan|motorbike|motorcycle|drive|driving|drove|"
-        f"licence|license|parking|mileage|petrol|diesel|fuel|tyres|tires|brakes|dealer|dealership|{MAKES}",
-        f"开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|{_ZH_CAR_MAKES}",
+        f"licence|license|parking|mileage|petrol|diesel|fuel|tyres|tires|brakes|dealer|dealership|{MAKES}|"
+        # (how far a trip is each way, and filling up or charging on the road, ask of the car)
+        "estate|wagon|ev|hybrid|charging|charger|mpg|gas|fill up|each way",
+        f"开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|续航|油耗|充电|加油站|"
+        f"{_ZH_CAR_MAKES}",
     ),
     "language": (
         "language|languages|english|spanish|french|german|chinese|mandarin|cantonese|japanese|korean|"
