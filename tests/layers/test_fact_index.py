@@ -448,6 +448,31 @@ def test_facts_touching_the_requests_facets_rank_higher_by_a_hand_computed_gain(
     assert keys(mem.facts.search("Seattle expo", user_id="u", k=4)) == keys(plain)
 
 
+def test_the_thing_one_owns_that_a_request_is_about_counts_its_facet_twice() -> None:
+    """ "I'm driving to Toledo" touches the car and getting around: the car one owns (a Ford)
+    counts the vehicle facet twice, by the same hand computation as any facet."""
+    import math
+
+    from trimem.config import FACET_WEIGHT, Policy
+
+    mem = Memory(embedder="hashing")
+    notes = {
+        "note_car": "We have a Ford Maverick.",  # vehicle, owned
+        "note_licence": "My son can't drive yet, no licence.",  # vehicle, travel, family
+        "note_lfs": "Big assets go through Git LFS.",
+        "note_choir": "I sing in a choir.",  # arts
+    }
+    for key, text in notes.items():
+        mem.facts.set(key, text, user_id="u")
+    found = mem.facts.search("Toledo", user_id="u", k=4, request="I'm driving to Toledo tomorrow")
+    unit = FACET_WEIGHT / (Policy().rrf_k + 1) / math.log(5 / 1.5)
+    vehicle, travel = math.log(5 / 2.5), math.log(5 / 1.5)  # two of four touch vehicle, one travel
+    assert {f.key: s.explain.get("facets") for f, s in found} == {
+        "note_car": round(unit * 2 * vehicle, 6), "note_licence": round(unit * (vehicle + travel), 6),
+        "note_lfs": None, "note_choir": None,
+    }  # fmt: skip
+
+
 def test_the_facets_leg_reads_beyond_the_k_best_by_words() -> None:
     """A car note shares only an everyday word with a driving request, and fourteen notes share
     it more tightly: it ranks last by words, and only the request's facets of life (driving, a

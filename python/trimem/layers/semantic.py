@@ -33,7 +33,7 @@ from trimem.layers._shared import Embedding, IndexedLayer, check_text, named_onl
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
 from trimem.telemetry import instrument
-from trimem.text.facets import facets
+from trimem.text.facets import facets, owned
 from trimem.text.keys import fact_text, is_note_key
 from trimem.text.notes import tells_news
 from trimem.timeutil import TimeLike, now_micros, to_micros
@@ -85,14 +85,20 @@ def _by_facets(
 ) -> builtins.list[tuple[Fact, Scored]]:
     """`found` with a facet leg fused in: for each of the request's facets a fact touches, it
     gains ``FACET_WEIGHT / (rrf_k + 1)`` times that facet's rarity among the found facts against
-    one that fact alone touches (a facet most of a profile touches tells little)."""
+    one that fact alone touches (a facet most of a profile touches tells little); twice that for
+    the facet of a thing the fact names as owned one at a time (:func:`trimem.text.facets.owned`)."""
     touched = [wanted & facets(fact_text(f.key, f.value)) for f, _ in found]
     n = len(found)
     # a facet's rarity is positive (at most n of the n found touch it); the most a facet weighs
     # is the rarity of one that a single fact touches
     rarity = {name: math.log((n + 1) / (0.5 + sum(name in t for t in touched))) for name in wanted}
     most = math.log((n + 1) / 1.5)
-    gains = [FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] for x in names) / most for names in touched]
+    # ("开车…加油" is about the car one owns more than about any note that mentions driving)
+    mine = [wanted & owned(fact_text(f.key, f.value)) for f, _ in found]
+    gains = [
+        FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] * (2 if x in own else 1) for x in names) / most
+        for names, own in zip(touched, mine)
+    ]
     return _with_leg(found, gains, "facets")
 
 
