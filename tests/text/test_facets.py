@@ -116,6 +116,9 @@ def test_what_one_owns_one_at_a_time_is_named_by_kind_or_make_not_by_use() -> No
     assert owned("finally got a new phone, Samsung S24") == {"phone"}
     assert owned("手机掉水里报废了，换了华为Pura 70") == {"phone"}
     assert owned("开的是坦克300，走土路还行") == owned("越野车卖了") == {"vehicle"}
+    # one's own job, told as one's own; someone else's is not
+    assert owned("I'm a civil engineer, mostly stormwater") == owned("我在天河一家宠物店做美容") == {"career"}
+    assert owned("Eli's mom took a job in Edmonton") == owned("我老公在海康上班") == frozenset()
     # driving, phoning, and a word that only looks like a make name nothing owned
     assert owned("I drive up every Wednesday") == owned("Sundays I phone my sister") == frozenset()
     assert owned("嫌不吉利，早习惯了") == owned("夜里开车看灯都是发散的") == frozenset()

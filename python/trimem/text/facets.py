@@ -259,8 +259,8 @@ def _word_facets(words: _Table, word: str) -> frozenset[str] | None:
     return None
 
 
-# What one owns one of at a time, named by its kind or its make (not by driving or calling):
-# a change that names one replaces the note that names the one before.
+# What one has one of at a time, named by its kind or its make (not by driving or calling), and
+# one's own job: a change that names one replaces the note that names the one before.
 _OWNED: Final = {
     "vehicle": (
         rf"\b(?:car|van|truck|suv|pickup|minivan|hatchback|sedan|estate|motorbike|motorcycle|{MAKES})\b",
@@ -273,6 +273,12 @@ _OWNED: Final = {
         rf"\b(?:(?:my|our|new|old|the|a)\s+phone|{_PHONE_MAKES})\b",
         f"手机|{_ZH_PHONE_MAKES}",
     ),
+    # the user's own job, told as theirs ("I'm a civil engineer", "I work as…", "我在…上班")
+    "career": (
+        rf"\bI(?:'m|’m|\s+am)\s+(?:a|an)\s+(?:[\w-]+\s+){{0,2}}(?:{OCCUPATIONS})\b|\bI\s+work\s+(?:as|at|for)\b"
+        r"|\bmy\s+(?:new\s+)?job\b",
+        r"我(?:是|在)[^,，。;；]{0,14}(?:上班|工作|当|做)|我是(?:做|干)[^,，。;；]{1,8}的|我的工作",
+    ),
 }
 ONE_AT_A_TIME: Final = frozenset(FACETS) - {"health"}
 """The facets of life where what holds now is one thing (a job, a home, a sport, a school) that a
@@ -283,7 +289,8 @@ _OWNED_RE: Final = {kind: (re.compile(en, re.I), re.compile(zh, re.I)) for kind,
 
 
 def owned(text: str) -> frozenset[str]:
-    """The kinds of thing one owns one at a time (``vehicle``, ``phone``) `text` names.
+    """The kinds of thing one has one of at a time (``vehicle``, ``phone``, one's own job:
+    ``career``) `text` names.
 
     >>> sorted(owned("Picked up a secondhand Kia Niro")), sorted(owned("电车换掉了，现在开理想L6"))
     (['vehicle'], ['vehicle'])
