@@ -140,9 +140,9 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "am i free|actually free|be free|say yes|commit to|can i make it|work schedule|my schedule",
         "职业|岗位|职位|入职|跳槽|升职|简历|简介|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
         "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机|上班|下班|单位|加班|值班|倒班|三班|夜班|白班|"
-        "返工|开工|工作|调到|调去|辞职|辞咗|"
+        "返工|开工|工作|调到|调去|调岗|转岗|辞职|辞咗|"
         # whether one is free for something is a question of one's hours of work
-        "能去不|能去吗|去得了|去得不|得闲|有空吗|走得开|抽出空|抽得出空",
+        "能去不|能去吗|去得了|去得不|得闲|有空吗|走得开|抽出空|抽得出空|搞得赢|来得及|赶得上",
     ),
     "money": (
         "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
@@ -277,7 +277,8 @@ _OWNED: Final = {
     "career": (
         rf"\bI(?:'m|’m|\s+am)\s+(?:a|an)\s+(?:[\w-]+\s+){{0,2}}(?:{OCCUPATIONS})\b|\bI\s+work\s+(?:as|at|for)\b"
         r"|\bmy\s+(?:new\s+)?job\b",
-        r"我(?:是|在)[^,，。;；]{0,14}(?:上班|工作|当|做)|我是(?:做|干)[^,，。;；]{1,8}的|我的工作",
+        r"我(?:是|在)[^,，。;；]{0,14}(?:上班|工作|当|做)|我是(?:做|干)[^,，。;；]{1,8}的|我的工作|把我调|我被调|调我去"
+        r"|^(?:我)?(?:调岗|转岗|跳槽|辞职)",
     ),
 }
 ONE_AT_A_TIME: Final = frozenset(FACETS) - {"health"}
