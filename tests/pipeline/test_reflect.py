@@ -1031,6 +1031,10 @@ def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
          "手机掉水里报废了，咬咬牙换了华为Pura 70，鸿蒙用起来还蛮顺"),
         (["开的是坦克300，走苍山那几条土路还行，就是油耗吓人", "每个礼拜三跟徒步群的几个人爬苍山"],
          "越野车卖了，换了台极氪7X，古城里停车方便多了"),
+        # one's own job: the new one shares "training" with the stepson's football, nothing with the old job
+        (["I'm a blade tech out on Horns Rev, two weeks offshore then two weeks home.",
+          "My stepson Aksel is football mad, training Tuesdays and Thursdays."],
+         "Big change — I took the training coordinator job at the GWO centre in town. Monday to Friday, 8 to 4."),
         (["Still on a Huawei P30, the battery lasts a day at most.", "Sundays I phone my sister in Perth."],
          "Finally got a new phone, Samsung S24. Sorry Huawei fans"),
     ],

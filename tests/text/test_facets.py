@@ -120,6 +120,7 @@ def test_what_one_owns_one_at_a_time_is_named_by_kind_or_make_not_by_use() -> No
     assert owned("I'm a civil engineer, mostly stormwater") == owned("我在天河一家宠物店做美容") == {"career"}
     assert owned("Eli's mom took a job in Edmonton") == owned("我老公在海康上班") == frozenset()
     assert owned("公司把我调到质检组了，白天上班") == owned("调岗了！现在在控制中心当行调") == {"career"}
+    assert owned("big news: took the site lead job") == owned("I'm a blade tech out on Horns Rev") == {"career"}
     # driving, phoning, and a word that only looks like a make name nothing owned
     assert owned("I drive up every Wednesday") == owned("Sundays I phone my sister") == frozenset()
     assert owned("嫌不吉利，早习惯了") == owned("夜里开车看灯都是发散的") == frozenset()

@@ -275,8 +275,10 @@ _OWNED: Final = {
     ),
     # the user's own job, told as theirs ("I'm a civil engineer", "I work as…", "我在…上班")
     "career": (
-        rf"\bI(?:'m|’m|\s+am)\s+(?:a|an)\s+(?:[\w-]+\s+){{0,2}}(?:{OCCUPATIONS})\b|\bI\s+work\s+(?:as|at|for)\b"
-        r"|\bmy\s+(?:new\s+)?job\b",
+        rf"\bI(?:'m|’m|\s+am)\s+(?:a|an)\s+(?:[\w-]+\s+){{0,2}}(?:{OCCUPATIONS}|tech)\b|\bI\s+work\s+(?:as|at|for)\b"
+        r"|\bmy\s+(?:new\s+)?job\b|(?:\bI(?:'ve|’ve|\s+have)?\s+|^|[:!.—–-]\s*)(?:took|taken|got|started|accepted|landed)\s+"
+        r"(?:a|an|the)\s+"
+        r"(?:[\w-]+\s+){0,3}?(?:job|position|post)\b",
         r"我(?:是|在)[^,，。;；]{0,14}(?:上班|工作|当|做)|我是(?:做|干)[^,，。;；]{1,8}的|我的工作|把我调|我被调|调我去"
         r"|^(?:我)?(?:调岗|转岗|跳槽|辞职)",
     ),
