@@ -55,6 +55,9 @@ from trimem.text.facets import FACETS, facets, owned
         # how to get somewhere, and a fear of it
         ("whats my best way of getting there", {"travel"}),
         ("a day trip to Dingle, about 230 km each way", {"travel", "vehicle"}),
+        # what one spends and saves
+        ("帮我算算这个月固定开销，房租水电话费这些", {"money"}),
+        ("How much should I throw at my debt each month?", {"money"}),
         ("Scared to death of flying, been on a plane once", {"health", "travel"}),
         # studies, games, holidays, devices and software, songs: what a request and a note share
         ("帮我做一个到考试前的复习计划", {"study"}),

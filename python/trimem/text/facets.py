@@ -147,9 +147,10 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     "money": (
         "pay|paid|paying|payment|payments|invoice|invoices|invoicing|bill|bills|billing|budget|price|prices|"
         "cost|costs|money|salary|expense|expenses|reimburse|reimbursement|bank|card|paypal|savings|afford|"
-        "cheap|expensive|tax|taxes|refund|quote|fee|fees|accounting|bookkeeping|payroll|cash",
+        "cheap|expensive|tax|taxes|refund|quote|fee|fees|accounting|bookkeeping|payroll|cash|rent|mortgage|debt|loan|"
+        "spending|income|pension|emi|emis|bonus|save|saving",
         "钱|付款|收款|付|账|发票|报销|预算|价格|工资|货款|结算|月结|支付宝|微信支付|转账|省钱|贵|便宜|费|税|"
-        "退款|报价|收费|现金|存款|花销",
+        "退款|报价|收费|现金|存款|花销|开销|开支|房租|房贷|月供|水电|存钱|攒钱|攒|生活费|年终奖|收银|对账|流水",
     ),
     "outdoors": (
         "outdoor|outdoors|outside|sun|sunny|rain|raining|weather|hike|hiking|beach|mountain|mountains|snow|"
