@@ -1007,6 +1007,13 @@ def test_a_headline_names_what_changed(old: str, other: str, change: str) -> Non
     assert replaced == [prepare_text(old)] and prepare_text(other) in current
 
 
+def test_a_death_replaces_what_was_said_of_the_one_who_died() -> None:
+    dog, bus = "my old dog Sam is a Jack Russell, 12 now", "I take the 220 bus into town on Thursdays"
+    change = "Sam had to be put down last month. Siobhán talked me into a rescue, a greyhound called Lady"
+    replaced, current = _after_a_change([dog, bus], change)
+    assert len(replaced) == 1 and "Jack Russell" in replaced[0] and bus in current
+
+
 def test_a_facet_of_life_shared_with_a_change_breaks_a_tie_of_words() -> None:
     """ "Moved out of the Obs house!" shares a word with the house share in Observatory ("house")
     and one with the band's gigs in Obs ("Obs"): where the user lives is the part of life both the

@@ -223,6 +223,10 @@ def test_a_change_keeps_the_sentence_told_before_it() -> None:
         ("我每周五晚上去练书法，已经练了三年了。", False),  # how long, not a change
         ("I take the 7:40 express bus downtown every morning.", False),
         ("我住回龙观，到公司单程一个多小时。", False),
+        # a death ends what was said of the one who died
+        ("Sam had to be put down last month, we got a rescue greyhound.", True),
+        ("奶奶去年去世了，爷爷一个人住。", True),
+        ("I put down a deposit on the flat.", False),
     ],
 )
 def test_a_change_is_told_by_its_words(text: str, change: bool) -> None:

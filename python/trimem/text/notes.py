@@ -168,14 +168,15 @@ _EN_CHANGE: Final = re.compile(
     r"(?<!\ba\s)(?<!\ban\s)\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
     r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|"
     r"(?:handed|put|gave)\s+(?:in\s+)?(?:my|our|his|her)\s+notice|got\s+the\s+(?:job|position|role|promotion|place)|"
-    rf"pushed|postponed|cancelled|canceled|{_EN_NOW})\b|{_EN_ACQUIRED}",
+    rf"pushed|postponed|cancelled|canceled|passed\s+away|died|(?:be|been|was|were|got)\s+put\s+(?:down|to\s+sleep)|"
+    rf"{_EN_NOW})\b|{_EN_ACQUIRED}",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
     rf"换了|改了|转到|调到|调去|调回|调走|新的|新来|新[招买换养租装提]|戒了|戒掉|不干了|最近开始|开始|迁到|迁往|迁去|升级到|升到|改去|改用|改从|转用|换用|"
     rf"脱单|升[^了,，。]{{0,3}}了|加装|租了|买了[个辆台套间只部]|领养了|入手了|"
     # the turns of a life: a school got into, a business let go, a job left, a wedding
-    rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|转业|跳槽|"
+    rf"考上|考进|转学|转出去|盘出去|转让了|调岗|转岗|辞职|离职|退休了|毕业了|分手|领证|离婚|转业|跳槽|去世|过世|离世|"
     # a child brought home or started at school; what is no longer done ("冰钓不整了", "不站柜台了");
     # Cantonese 咗 ("换咗部iPhone", "改咗去学泰拳")
     rf"接回|上了[^,，。]{{0,6}}(?:幼儿园|托班|小学|初中|高中|大学)|(?<![差要快])不(?!了)[\u4e00-\u9fff]{{1,3}}[了啦](?![吗吧呢])|"
