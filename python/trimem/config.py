@@ -89,11 +89,11 @@ word with it): "I drive in now" supersedes "I take the 7:40 express bus"."""
 PROFILE_K: Final = 12
 """Facts and notes a recall finds by keywords and meaning in the fact index, besides the pinned
 ones and those the request names by key."""
-REORDER_POOL: Final = 2
+REORDER_POOL: Final = 1.5
 """How many times a search's ``k`` facts the legs that reorder a fact search (the request's
 facets of life, agreement with the episodes) read before the best ``k`` are kept: a fact only
 the part of life it is about ties to the request ("driving" and "a Ford Maverick") ranks low by
-words and meaning alone."""
+words and meaning alone. (Twice ``k`` finds no more on the phrasing suites, at twice the cost.)"""
 FACT_VECTOR_WEIGHT: Final = 3.0
 """The vector leg's fusion weight in a search of the fact index, against the keywords' 1 (times
 the embedder's weight for the request's language): a profile is a few dozen short statements

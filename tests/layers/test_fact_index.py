@@ -500,8 +500,8 @@ def test_the_facets_leg_reads_beyond_the_k_best_by_words() -> None:
         mem.retain(text, user_id="u", timestamp=t0 + timedelta(days=i))
     mem.reflect(user_id="u")
     assert len(mem.facts.list(user_id="u")) == len(said)
-    found = [f.value for f, _ in mem.facts.search("Driving to Toledo, it's been years", user_id="u", k=8)]
-    assert len(found) == 8 and found[0] == said[0]
+    found = [f.value for f, _ in mem.facts.search("Driving to Toledo, it's been years", user_id="u", k=10)]
+    assert len(found) == 10 and found[0] == said[0]
 
 
 @pytest.mark.parametrize("bad", [5, "", "   ", None.__class__])

@@ -327,7 +327,7 @@ class Facts(IndexedLayer):
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
         wanted = facets(query if request is None else request)
-        pool = k * REORDER_POOL if wanted or episode_ranks is not None else k
+        pool = int(k * REORDER_POOL) if wanted or episode_ranks is not None else k
         q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=pool,
                   floors=self._embed.floors(self.floors, query, request=request), now=now_micros(now),
                   vector_weight=FACT_VECTOR_WEIGHT * self._embed.vector_weight(query))  # fmt: skip

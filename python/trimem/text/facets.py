@@ -292,6 +292,7 @@ OWNED_KINDS: Final = frozenset(_OWNED)
 _OWNED_RE: Final = {kind: (re.compile(en, re.I), re.compile(zh, re.I)) for kind, (en, zh) in _OWNED.items()}
 
 
+@functools.lru_cache(maxsize=8192)  # asked of the same notes by every search of the fact index
 def owned(text: str) -> frozenset[str]:
     """The kinds of thing one has one of at a time (``vehicle``, ``phone``, one's own job:
     ``career``) `text` names.
