@@ -55,6 +55,9 @@ from trimem.text.facets import FACETS, facets, owned
         # how to get somewhere, and a fear of it
         ("whats my best way of getting there", {"travel"}),
         ("a day trip to Dingle, about 230 km each way", {"travel", "vehicle"}),
+        # what bites and stings out of doors
+        ("Allergic to bee stings, got stung at a school camp", {"health", "outdoors"}),
+        ("我好怕虫，尤其系曱甴", {"health", "outdoors"}),
         # what one spends and saves
         ("帮我算算这个月固定开销，房租水电话费这些", {"money"}),
         ("How much should I throw at my debt each month?", {"money"}),

@@ -154,8 +154,9 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "outdoors": (
         "outdoor|outdoors|outside|sun|sunny|rain|raining|weather|hike|hiking|beach|mountain|mountains|snow|"
-        "heat|cold|camping|garden|park|trail",
-        "户外|外景|太阳|雨|天气|山|海边|爬山|徒步|露营|雪|高温|冷|公园|登山|行山|海拔|高原|热|晒",
+        "heat|cold|camping|garden|park|trail|camp|farm|bee|wasp|sting|insect|bug|snake|spider|tick|mosquito",
+        "户外|外景|太阳|雨|天气|山|海边|爬山|徒步|露营|雪|高温|冷|公园|登山|行山|海拔|高原|热|晒|虫|蚊|蜜蜂|马蜂|蛇|"
+        "蜘蛛|蟑螂|曱甴|野外|农家乐",
     ),
     "sport": (
         "gym|running|marathon|race|training|train for|yoga|swim|swimming|football|soccer|basketball|"
