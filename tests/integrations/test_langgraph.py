@@ -214,15 +214,17 @@ def test_list_namespaces_with_wildcards_depth_and_pages(store: TrimemStore) -> N
 
 
 def test_items_expire_refresh_on_read_and_are_swept(where: Any) -> None:
-    store = TrimemStore(where, index=INDEX, ttl={"default_ttl": 0.001, "refresh_on_read": True})  # 60 ms
+    # 0.6 s to live, read every 0.3 s: a loaded machine has 0.3 s of slack per read (at 60 ms
+    # and 30 ms, one slow PostgreSQL round trip let the item expire between two reads)
+    store = TrimemStore(where, index=INDEX, ttl={"default_ttl": 0.01, "refresh_on_read": True})
     try:
         store.put(("t",), "short", {"text": "gone soon"})
         store.put(("t",), "kept", {"text": "stays"}, ttl=None)
         assert store.get(("t",), "short") is not None
-        for _ in range(4):  # each read restarts its 60 ms
-            time.sleep(0.03)
+        for _ in range(3):  # each read restarts its 0.6 s: 0.9 s after the put, it is still there
+            time.sleep(0.3)
             assert store.get(("t",), "short") is not None
-        time.sleep(0.1)
+        time.sleep(1.0)
         assert store.get(("t",), "short") is None
         assert [h.key for h in store.search(("t",), query="gone soon")] == ["kept"]
         assert store.list_namespaces() == [("t",)]
