@@ -87,14 +87,15 @@ def _by_facets(
     gains ``FACET_WEIGHT / (rrf_k + 1)`` times that facet's rarity among the found facts against
     one that fact alone touches (a facet most of a profile touches tells little); twice that for
     the facet of a thing the fact names as owned one at a time (:func:`trimem.text.facets.owned`)."""
-    touched = [wanted & facets(fact_text(f.key, f.value)) for f, _ in found]
+    texts = [fact_text(f.key, f.value) for f, _ in found]
+    touched = [wanted & facets(t) for t in texts]
     n = len(found)
     # a facet's rarity is positive (at most n of the n found touch it); the most a facet weighs
     # is the rarity of one that a single fact touches
     rarity = {name: math.log((n + 1) / (0.5 + sum(name in t for t in touched))) for name in wanted}
     most = math.log((n + 1) / 1.5)
     # ("开车…加油" is about the car one owns more than about any note that mentions driving)
-    mine = [wanted & owned(fact_text(f.key, f.value)) for f, _ in found]
+    mine = [wanted & owned(t) for t in texts]
     gains = [
         FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] * (2 if x in own else 1) for x in names) / most
         for names, own in zip(touched, mine)

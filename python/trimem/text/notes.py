@@ -32,11 +32,11 @@ from typing import Final
 
 import msgspec
 
-from trimem.text.cues import FILLER, GREETING
+from trimem.text.cues import FILLER, GREETING, han_count
 from trimem.text.facets import OCCUPATIONS
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS
-from trimem.text.script import HAN_RANGE, Language, has_han, language, prepare_text
+from trimem.text.script import Language, has_han, language, prepare_text
 from trimem.text.sentences import Sentence, is_polite, sentences
 from trimem.text.stopwords import NOT_SUBJECT
 
@@ -431,7 +431,7 @@ def _carries_on(body: str) -> bool:
 def _announces(body: str) -> bool:
     """Whether English `body` announces a change and no more ("We've moved!", "New job!",
     "Handed my notice in!")."""
-    return not has_han(body) and len(_EN_WORD.findall(body)) <= 4 and tells_news(body)
+    return not has_han(body) and _headline(body) and tells_news(body)
 
 
 def _is_moment(body: str) -> bool:
@@ -654,12 +654,9 @@ def change_clauses(text: str, *, headline: bool = True) -> str:
     return " ".join(out)
 
 
-_HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
-
-
 def _headline(clause: str) -> bool:
     """Whether `clause` is as short as a headline: four words, or eight Chinese characters."""
-    return len(_HAN_CHAR.findall(clause)) <= 8 if has_han(clause) else len(_EN_WORD.findall(clause)) <= 4
+    return han_count(clause) <= 8 if has_han(clause) else len(_EN_WORD.findall(clause)) <= 4
 
 
 def what_was_said(text: str) -> str:
