@@ -7,9 +7,10 @@
 //! changes, so it only picks candidates (Hamming distance ≤ `candidate_bits`; unrelated texts
 //! sit near 32); the decision is the token-set Jaccard similarity of the candidate and, when
 //! both have vectors, their cosine. Jaccard is read from a 256-bit set sketch kept with each
-//! record (one bit per token hash), so no stored text is ever tokenised again.
+//! record (one bit per token hash); two tokens can share a bit, so a candidate that passes the
+//! sketch is confirmed on the exact token sets (its stored text tokenised again).
 
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 
 /// Fingerprint of one text, persisted with its record (the hash must not depend on the
 /// process, so it is FNV-1a + a fixed mixer, not a seeded map hasher).
@@ -38,6 +39,17 @@ impl Fingerprint {
         } else {
             both as f32 / any as f32
         }
+    }
+}
+
+/// Jaccard similarity of two token sets, exactly (two empty sets are the same text).
+pub fn exact_jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+    let both = a.iter().filter(|t| b.contains(*t)).count();
+    let any = a.len() + b.len() - both;
+    if any == 0 {
+        1.0
+    } else {
+        both as f32 / any as f32
     }
 }
 

@@ -8,7 +8,7 @@ use foldhash::{HashSet, HashSetExt};
 
 use crate::arena::MAX_FIELD_BYTES;
 use crate::bm25::{Bm25, Bm25Params};
-use crate::dedup::{fingerprint, DedupParams, Fingerprint};
+use crate::dedup::{exact_jaccard, fingerprint, DedupParams, Fingerprint};
 use crate::error::{EngineError, Result};
 use crate::filter::{Filter, Resolved, SlotBits};
 use crate::fusion::{fuse, FusionParams, Hit};
@@ -564,13 +564,27 @@ impl HybridIndex {
                 .is_none_or(|sim| sim >= p.min_cosine),
             None => true,
         };
+        // The sketches only pick candidates: two tokens can share a sketch bit (and a hash can
+        // be made to collide), so the decision re-reads the candidate's stored text — rarely,
+        // as few texts pass the sketch — and never merges texts whose token sets differ.
+        let mut own: Option<HashSet<String>> = None;
+        let mut same_enough = |slot: u32, min: f32| {
+            let own =
+                own.get_or_insert_with(|| self.tokenizer.tokenize(&r.text).into_iter().collect());
+            let theirs: HashSet<String> = self
+                .tokenizer
+                .tokenize(rec.text(slot))
+                .into_iter()
+                .collect();
+            exact_jaccard(own, &theirs) >= min
+        };
         if let Some(slot) = rec.dedup.exact(ns, fp) {
-            // A 64-bit hash can collide (or be made to): the token sets must agree too.
             let stored = &rec.prints[slot as usize];
             if rec.alive[slot as usize]
                 && stored.exact == fp.exact
                 && stored.set == fp.set
                 && cosine_ok(slot)
+                && same_enough(slot, 1.0)
             {
                 return Some(slot);
             }
@@ -584,7 +598,9 @@ impl HybridIndex {
             .candidates(ns, fp, p, live)
             .into_iter()
             .find(|&slot| {
-                rec.prints[slot as usize].jaccard(&fp) >= p.min_jaccard && cosine_ok(slot)
+                rec.prints[slot as usize].jaccard(&fp) >= p.min_jaccard
+                    && cosine_ok(slot)
+                    && same_enough(slot, p.min_jaccard)
             })
     }
 
@@ -1579,5 +1595,59 @@ pub(crate) mod tests {
             Err(EngineError::DuplicateInBatch { id: 1, row: 2 })
         );
         assert!(idx.is_empty());
+    }
+
+    /// Dedups `texts` one at a time into a fresh index: which earlier id each duplicated.
+    fn dedup_each(texts: &[&str]) -> Vec<Option<u64>> {
+        let mut idx = HybridIndex::new(IndexConfig {
+            dim: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let ns = ["a".to_owned()];
+        texts
+            .iter()
+            .zip(1u64..)
+            .map(|(t, id)| {
+                let text = [(*t).to_owned()];
+                let b = Batch {
+                    ids: &[id],
+                    texts: &text,
+                    vectors: None,
+                    timestamps: &[0],
+                    namespaces: &ns,
+                    sessions: None,
+                    payloads: None,
+                    importance: None,
+                };
+                let prepared = idx.prepare(&b, false).unwrap();
+                idx.apply_dedup(prepared, Some(&DedupParams::default()))
+                    .unwrap()[0]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sketch_collision_never_merges_different_texts() {
+        // "9" and "12" share a bit of the 256-bit sketch, which therefore reads Jaccard 1.0.
+        let tok = Tokenizer::new(TokenizerOptions::default());
+        let print = |t: &str| fingerprint(&tok.tokenize(t));
+        let (a, b) = (
+            print("allocated space episode 9"),
+            print("allocated space episode 12"),
+        );
+        assert_eq!(a.jaccard(&b), 1.0);
+        assert_eq!(
+            dedup_each(&["allocated space episode 9", "allocated space episode 12"]),
+            [None, None]
+        );
+        // The exact check keeps what the sketch is for: a re-worded copy is still merged.
+        assert_eq!(
+            dedup_each(&[
+                "Deployed the billing service to staging after lunch today",
+                "deployed the billing service to staging, after lunch today!",
+            ]),
+            [None, Some(1)]
+        );
     }
 }
