@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from trimem.text.script import HAN_RANGE, Language, has_han, prepare_text
+from trimem.text.script import HAN_CHAR, Language, has_han, prepare_text
 
 __all__ = [
     "CREDENTIAL",
@@ -498,9 +498,6 @@ def is_question(x: Item) -> bool:
     return end.endswith("?") or (x.zh and end.endswith(("吗", "呢", "么"))) or bool(QUESTION_START.match(end))
 
 
-_HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
-
-
 def han_count(text: str) -> int:
     """How many Han characters `text` holds."""
-    return len(_HAN_CHAR.findall(text))
+    return len(HAN_CHAR.findall(text))

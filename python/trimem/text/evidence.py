@@ -17,7 +17,7 @@ import re
 from typing import Final
 
 from trimem.text.keys import KEY_PHRASES
-from trimem.text.script import HAN_RANGE, has_han, prepare_text
+from trimem.text.script import HAN_CHAR, has_han, prepare_text
 from trimem.text.sentences import sentences
 from trimem.text.stopwords import NOT_SUBJECT, NOT_SUBJECT_HAN
 
@@ -29,7 +29,6 @@ _MORE_WORDS: Final = 2  # English content words beyond the key and the value tha
 _MORE_HAN: Final = 3  # Chinese characters beyond them, grammar characters aside
 
 _EN_WORD: Final = re.compile(r"[a-z0-9][a-z0-9']+")
-_HAN: Final = re.compile(f"[{HAN_RANGE}]")
 # words that say nothing of a fact beside its key and value
 _SAY_NOTHING: Final = NOT_SUBJECT | frozenset(
     "my our i i'm i've we we're is are was be been am favourite favorite fav current currently main live "
@@ -54,14 +53,16 @@ def evidence_of(key: str, value: str, text: str) -> str | None:
 def _key_words(key: str) -> tuple[frozenset[str], frozenset[str]]:
     """The English words and Chinese characters of a key and its phrases in either language."""
     named = f"{key.replace('_', ' ')} {KEY_PHRASES.get(key, '')}".casefold()
-    return frozenset(_EN_WORD.findall(named)), frozenset(_HAN.findall(named))
+    return frozenset(_EN_WORD.findall(named)), frozenset(HAN_CHAR.findall(named))
 
 
 def _says_more(key: str, value: str, said: str) -> bool:
     words, chars = _key_words(key)
     if has_han(said):
-        value_chars = set(_HAN.findall(value))
-        new = [c for c in _HAN.findall(said) if c not in chars and c not in value_chars and c not in NOT_SUBJECT_HAN]
+        value_chars = set(HAN_CHAR.findall(value))
+        new = [
+            c for c in HAN_CHAR.findall(said) if c not in chars and c not in value_chars and c not in NOT_SUBJECT_HAN
+        ]
         if len(new) >= _MORE_HAN:
             return True
     value_words = set(_EN_WORD.findall(value))

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Final, Literal, NamedTuple
 
-from trimem.text.script import HAN_RANGE, LATIN_END, LATIN_START, has_han, prepare_text
+from trimem.text.script import HAN_CHAR, HAN_RANGE, LATIN_END, LATIN_START, has_han, prepare_text
 from trimem.text.stopwords import QUERY_STOPWORDS
 
 __all__ = [
@@ -350,7 +350,6 @@ def keys_for_phrase(
 
 _SLUG_WORD: Final = re.compile(r"[a-z][a-z0-9]+")
 _SLUG_SKIP: Final = frozenset("i im i'm my me we our us you your it its is am are the a an".split())
-_HAN_CHARS: Final = re.compile(f"[{HAN_RANGE}]")
 
 
 def note_key(text: str, taken: Container[str]) -> str:
@@ -361,7 +360,7 @@ def note_key(text: str, taken: Container[str]) -> str:
     ('note_allergic_cats', 'note_每天坐地铁十')
     """
     if has_han(text):
-        chars = [c for c in _HAN_CHARS.findall(text) if c not in "我们的是了"]
+        chars = [c for c in HAN_CHAR.findall(text) if c not in "我们的是了"]
         base = NOTE_PREFIX + "".join(chars[:6])
         limit = 12
     else:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from trimem.text.products import ASCII_LOWER, TECH_EXACT, TECH_LOOSE, TECH_RE, alternation, canonical_name
-from trimem.text.script import HAN_RANGE, LATIN_END, LATIN_START, prepare_text
+from trimem.text.script import HAN_CHAR, HAN_RANGE, LATIN_END, LATIN_START, prepare_text
 from trimem.text.stopwords import CAPITALISED_STOPWORDS
 
 __all__ = [
@@ -46,7 +46,6 @@ MAX_NAME_CHARS: Final = 80
 GENERIC_TYPES: Final = frozenset({"thing", "concept"})
 """Types that say only "a name" or "a common noun": a later, more specific sighting replaces them."""
 
-_HAN: Final = re.compile(f"[{HAN_RANGE}]")
 _SPACES: Final = re.compile(r"\s+")
 _VERSION_KEY: Final = re.compile(r"v(?=\d+(?:\.\d+)*(?:[-+][0-9a-z.]+)?$)")
 
@@ -288,7 +287,7 @@ def classify(name: str) -> str:
     """The type of a bare name (a fact value, say): a known product, place, organisation…"""
     if name.casefold() in TECH_LOOSE or name in TECH_EXACT:
         return "tech"
-    if _HAN.search(name):
+    if HAN_CHAR.search(name):
         return zh_type(name)
     if _VERSION_RE.fullmatch(name):
         return "version"
@@ -309,7 +308,7 @@ def candidates(text: str, predicate_starts: set[int], cjk: bool) -> Iterator[tup
         inner = next(g for g in m.groups() if g is not None).strip()
         words = inner.split()
         # a name: one word, or capitalised, or Chinese; not a quoted lower-case sentence
-        if inner and len(words) <= 4 and (len(words) == 1 or inner[0].isupper() or _HAN.match(inner)):
+        if inner and len(words) <= 4 and (len(words) == 1 or inner[0].isupper() or HAN_CHAR.match(inner)):
             t = classify(inner)
             yield 1, Mention(m.start(), m.end(), canonical_name(inner), "thing" if t in GENERIC_TYPES else t)
     for m in _URL_RE.finditer(text) if "://" in text else ():

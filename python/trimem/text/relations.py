@@ -38,7 +38,7 @@ from trimem.text.mentions import (
     tech_versions,
     zh_type,
 )
-from trimem.text.script import HAN_RANGE, prepare_text
+from trimem.text.script import HAN_CHAR, HAN_RANGE, prepare_text
 from trimem.text.sentences import sentence_ends
 from trimem.text.stopwords import PHRASE_STOPWORDS, ZH_PHRASE_BREAKS
 
@@ -52,8 +52,6 @@ __all__ = [
     "mention_sentences",
     "read_relations",
 ]
-
-_HAN: Final = re.compile(f"[{HAN_RANGE}]")
 
 
 class FoundEntity(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -176,7 +174,7 @@ def _zh_run_back(doc: Doc, end: int) -> tuple[int, int] | None:
     characters and Chinese word-list hits; any other mention, a predicate, 的 or a non-CJK
     character ends it ("我们的服务依赖…" → 服务)."""
     text, i = doc.text, end
-    while i > 0 and _HAN.match(text[i - 1]) and text[i - 1] != "的" and not doc.in_predicate[i - 1]:
+    while i > 0 and HAN_CHAR.match(text[i - 1]) and text[i - 1] != "的" and not doc.in_predicate[i - 1]:
         if doc.owner[i - 1] is not None and _zh_span(doc, i - 1) is None:
             break
         i -= 1
@@ -187,7 +185,7 @@ def _zh_run_forward(doc: Doc, start: int) -> tuple[int, int] | None:
     """The Chinese phrase starting at `start` (an object): up to a function word (的, 和, 做…),
     a predicate, a non-CJK character or a mention other than a word-list hit."""
     text, i = doc.text, start
-    while i < len(text) and _HAN.match(text[i]) and not doc.in_predicate[i]:
+    while i < len(text) and HAN_CHAR.match(text[i]) and not doc.in_predicate[i]:
         if doc.owner[i] is not None:
             m = _zh_span(doc, i)
             if m is None:
@@ -282,7 +280,7 @@ class _Objects:
             if not first and self.starts_clause(m.end):
                 return None  # "I use Vim and Bob prefers Emacs": Bob starts a new clause
             return m, m.end, had_det
-        if pos < len(text) and _HAN.match(text[pos]):
+        if pos < len(text) and HAN_CHAR.match(text[pos]):
             return None if after_comma else self._zh(pos, pred, had_det)
         if pred in _NAMED_OBJECT:
             return None
@@ -410,7 +408,7 @@ def _subjects(doc: Doc, ps: int, pred: str, objects: set[int]) -> list[Mention]:
         e = ps
         while e > 0 and text[e - 1] == " ":
             e -= 1
-        return _zh_subject(doc, e, pred) if e > 0 and _HAN.match(text[e - 1]) else []
+        return _zh_subject(doc, e, pred) if e > 0 and HAN_CHAR.match(text[e - 1]) else []
     if subject.type == "version":  # "Node.js v18.2.0 runs on…": the product runs, not its version
         product = next((m for m in doc.ending_at(subject.start) if m.type == "tech"), None)
         if product is None and subject.start > 0 and doc.text[subject.start - 1] == " ":
@@ -454,7 +452,7 @@ def read_relations(text: str, *, role: str = "user") -> Extraction:
     speaker = role if role in ("user", "assistant") else None
     doc = Doc(text, [None] * len(text), bytearray(len(text)))
     doc.ends = sentence_ends(text)
-    cjk = _HAN.search(text) is not None
+    cjk = HAN_CHAR.search(text) is not None
     preds: list[_Pred] = []
     matches = [*_EN_PRED_RE.finditer(text), *(_ZH_PRED_RE.finditer(text) if cjk else ())]
     for m in sorted(matches, key=lambda m: m.start()):

@@ -15,6 +15,7 @@ from typing import Final, Literal
 
 __all__ = [
     "CJK_RANGE",
+    "HAN_CHAR",
     "HAN_RANGE",
     "LATIN_END",
     "LATIN_START",
@@ -37,10 +38,12 @@ CJK_RANGE: Final = "\u3040-\u30ff" + HAN_RANGE
 LATIN_START: Final = r"(?<![A-Za-z0-9_])"
 LATIN_END: Final = r"(?![A-Za-z0-9_])"
 
+HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
+"""One Han character: the one compiled pattern every module of the text layer shares."""
+
 Language = Literal["en", "zh"]
 QueryLanguage = Literal["en", "zh", "mixed"]
 
-_HAN: Final = re.compile(f"[{HAN_RANGE}]")
 _CJK: Final = re.compile(f"[{CJK_RANGE}]")
 _LATIN: Final = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _ZERO_WIDTH: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff]")
@@ -76,18 +79,18 @@ def fold_spaces(text: str) -> str:
 
 def has_han(text: str) -> bool:
     """True when `text` holds a Han character."""
-    return _HAN.search(text) is not None
+    return HAN_CHAR.search(text) is not None
 
 
 def is_han(char: str) -> bool:
     """True when the one character `char` is a Han character."""
-    return _HAN.match(char) is not None
+    return HAN_CHAR.match(char) is not None
 
 
 def language(text: str) -> Language:
     """The language a statement is read in: ``"zh"`` as soon as it holds a Han character (Chinese
     sentences routinely carry English names: "Python 的 GIL"), else ``"en"``."""
-    return "zh" if _HAN.search(text) else "en"
+    return "zh" if HAN_CHAR.search(text) else "en"
 
 
 def query_language(text: str) -> QueryLanguage:
