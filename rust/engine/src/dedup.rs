@@ -43,7 +43,7 @@ impl Fingerprint {
 }
 
 /// Jaccard similarity of two token sets, exactly (two empty sets are the same text).
-pub fn exact_jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+pub fn exact_jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f32 {
     let both = a.iter().filter(|t| b.contains(*t)).count();
     let any = a.len() + b.len() - both;
     if any == 0 {

@@ -522,7 +522,7 @@ impl HybridIndex {
         for (row, (r, terms)) in batch.records.iter().zip(&batch.terms).enumerate() {
             let fp = batch.prints[row];
             if let Some(p) = dedup {
-                if let Some(dup) = self.duplicate_of(r, fp, p) {
+                if let Some(dup) = self.duplicate_of(r, terms, fp, p) {
                     if p.reinforce {
                         self.records.count_use(dup, Use::Mention, r.timestamp);
                     }
@@ -553,7 +553,13 @@ impl HybridIndex {
     /// The record `r` near-duplicates in its namespace: the same normalised text, or a SimHash
     /// candidate whose token sets overlap by `min_jaccard` and, when both have vectors, whose
     /// cosine reaches `min_cosine`.
-    fn duplicate_of(&self, r: &Record, fp: Fingerprint, p: &DedupParams) -> Option<u32> {
+    fn duplicate_of(
+        &self,
+        r: &Record,
+        terms: &[String],
+        fp: Fingerprint,
+        p: &DedupParams,
+    ) -> Option<u32> {
         let rec = &self.records;
         let ns = rec.namespaces.get(&r.namespace)?;
         // Records without a vector (or a newcomer without one) are judged on their text alone.
@@ -564,19 +570,14 @@ impl HybridIndex {
                 .is_none_or(|sim| sim >= p.min_cosine),
             None => true,
         };
-        // The sketches only pick candidates: two tokens can share a sketch bit (and a hash can
-        // be made to collide), so the decision re-reads the candidate's stored text — rarely,
-        // as few texts pass the sketch — and never merges texts whose token sets differ.
-        let mut own: Option<HashSet<String>> = None;
+        // The hashes and sketches only pick candidates: two tokens can share a sketch bit (and a
+        // hash can be made to collide), so a candidate they accept is confirmed on its stored
+        // text, tokenised again; texts whose tokens differ are never merged.
+        let mut own: Option<HashSet<&str>> = None;
         let mut same_enough = |slot: u32, min: f32| {
-            let own =
-                own.get_or_insert_with(|| self.tokenizer.tokenize(&r.text).into_iter().collect());
-            let theirs: HashSet<String> = self
-                .tokenizer
-                .tokenize(rec.text(slot))
-                .into_iter()
-                .collect();
-            exact_jaccard(own, &theirs) >= min
+            let own = own.get_or_insert_with(|| terms.iter().map(String::as_str).collect());
+            let theirs = self.tokenizer.tokenize(rec.text(slot));
+            exact_jaccard(own, &theirs.iter().map(String::as_str).collect()) >= min
         };
         if let Some(slot) = rec.dedup.exact(ns, fp) {
             let stored = &rec.prints[slot as usize];
@@ -584,7 +585,7 @@ impl HybridIndex {
                 && stored.exact == fp.exact
                 && stored.set == fp.set
                 && cosine_ok(slot)
-                && same_enough(slot, 1.0)
+                && self.tokenizer.tokenize(rec.text(slot)) == terms
             {
                 return Some(slot);
             }
