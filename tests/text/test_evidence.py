@@ -16,6 +16,15 @@ from trimem.text.evidence import MAX_EVIDENCE_CHARS, evidence_of
         ("artist_collaborator", "Sofia", "My artist collaborator is Sofia, she's in Buenos Aires.",
          "My artist collaborator is Sofia, she's in Buenos Aires."),
         ("最爱", "IPA", "我喜欢喝精酿，IPA 是我的最爱。", "我喜欢喝精酿,IPA 是我的最爱。"),
+        # what the user goes on to say of the same subject is kept with it; a question or an aside is not
+        ("little_brother_kai", "19",
+         "My little brother Kai is 19, lives with Mum. He's obsessed with trains and knows every timetable by heart. "
+         "What could I get him?",
+         "My little brother Kai is 19, lives with Mum. He's obsessed with trains and knows every timetable by heart."),
+        ("弟弟", "小凯", "我弟弟叫小凯，19岁。他特别迷火车，时刻表都背得出来。你说送他啥好？",
+         "我弟弟叫小凯,19岁。他特别迷火车,时刻表都背得出来。"),
+        ("city", "Lisbon", "I live in Lisbon, near the river. It floods the lower streets every winter. Love it.",
+         "I live in Lisbon, near the river. It floods the lower streets every winter."),
         # says nothing beyond the key (its phrases in either language) and the value
         ("editor", "Vim", "My favourite editor is Vim.", None),
         ("primary_language", "Rust", "把我的主力语言改成 Rust 吧", None),

@@ -17,6 +17,7 @@ import re
 from typing import Final
 
 from trimem.text.keys import KEY_PHRASES
+from trimem.text.notes import carries_on
 from trimem.text.script import HAN_CHAR, has_han, prepare_text
 from trimem.text.sentences import sentences
 from trimem.text.stopwords import NOT_SUBJECT, NOT_SUBJECT_HAN
@@ -24,6 +25,7 @@ from trimem.text.stopwords import NOT_SUBJECT, NOT_SUBJECT_HAN
 __all__ = ["MAX_EVIDENCE_CHARS", "evidence_of"]
 
 MAX_EVIDENCE_CHARS: Final = 120
+MAX_CARRIED_ON_CHARS: Final = 120  # beyond it, for the sentences that go on about the same subject
 """A longer sentence is not shown as evidence: a profile line stays a line."""
 _MORE_WORDS: Final = 2  # English content words beyond the key and the value that make it say more
 _MORE_HAN: Final = 3  # Chinese characters beyond them, grammar characters aside
@@ -43,9 +45,21 @@ def evidence_of(key: str, value: str, text: str) -> str | None:
     text = prepare_text(text)
     if not needle or needle not in text.casefold():
         return None
-    said = next((s.text.strip() for s in sentences(text) if needle in s.text.casefold()), None)
-    if said is None or len(said) > MAX_EVIDENCE_CHARS:
+    told = list(sentences(text))
+    at = next((i for i, s in enumerate(told) if needle in s.text.casefold()), None)
+    if at is None or len(said := told[at].text.strip()) > MAX_EVIDENCE_CHARS:
         return None
+    # what the user went on to say of the same subject is theirs too ("My brother Kai is 19.
+    # He's obsessed with trains."): a request about Kai needs the trains
+    for s in told[at + 1 :]:
+        more = s.text.strip()
+        if (
+            not carries_on(s)
+            or len(said) + 1 + len(more) > MAX_EVIDENCE_CHARS + MAX_CARRIED_ON_CHARS
+            or not _says_more(key, needle, more.casefold(), at_least=_MORE_WORDS + 1)  # not "Love it!"
+        ):
+            break
+        said += more if has_han(said) else f" {more}"
     return said if _says_more(key, needle, said.casefold()) else None
 
 
@@ -56,7 +70,7 @@ def _key_words(key: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(_EN_WORD.findall(named)), frozenset(HAN_CHAR.findall(named))
 
 
-def _says_more(key: str, value: str, said: str) -> bool:
+def _says_more(key: str, value: str, said: str, *, at_least: int = _MORE_WORDS) -> bool:
     words, chars = _key_words(key)
     if has_han(said):
         value_chars = set(HAN_CHAR.findall(value))
@@ -70,6 +84,6 @@ def _says_more(key: str, value: str, said: str) -> bool:
     for w in _EN_WORD.findall(said):
         if w not in words and w not in value_words and w not in _SAY_NOTHING:
             more += 1
-            if more >= _MORE_WORDS:
+            if more >= at_least:
                 return True
     return False

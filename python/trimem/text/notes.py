@@ -44,6 +44,7 @@ __all__ = [
     "MAX_NOTE_CHARS",
     "Note",
     "asks_for_fact",
+    "carries_on",
     "change_clauses",
     "is_request",
     "read_notes",
@@ -426,6 +427,17 @@ def _carries_on(body: str) -> bool:
         and not _is_moment(body)
         and not _opens_asking(body)
     )
+
+
+def carries_on(s: Sentence) -> bool:
+    """Whether sentence `s`, said right after a statement, says more of its subject and asks
+    nothing ("My brother Kai is 19. He's obsessed with trains.", "我弟弟19岁。他特别迷火车。")."""
+    body = s.body.strip()
+    if _asks(s):
+        return False
+    if has_han(body):
+        return _ZH_OF_THEM.match(_ZH_SPACE.sub("", body)) is not None and not _is_moment(body)
+    return _carries_on(body) or (_EN_OF_THEM.match(body) is not None and not _is_moment(body))
 
 
 def _announces(body: str) -> bool:
