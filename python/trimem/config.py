@@ -103,6 +103,10 @@ FACET_WEIGHT: Final = 1.0
 """The fusion weight of the facet leg in a search of the fact index (:mod:`trimem.text.facets`):
 the facts touching the facets of life a request touches ("get to the expo" and "I can't drive")
 rank higher, against the keywords' 1 and the vector's ``FACT_VECTOR_WEIGHT``."""
+SCENE_FACET_SHARE: Final = 0.5
+"""What a facet of life only a request's scene touches weighs in the facet leg, against one of
+the sentences that ask (:func:`trimem.text.focus.asked_part`): "My cousin's getting married in
+Phoenix. What's the best way to get there?" needs the user's travel before their family."""
 AGREEMENT_WEIGHT: Final = 0.5
 """The fusion weight, in a search of the fact index made for recall, of the leg that ranks a fact
 by where the user's words it was read from rank among the episodes found for the same request:

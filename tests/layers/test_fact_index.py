@@ -473,6 +473,33 @@ def test_the_thing_one_owns_that_a_request_is_about_counts_its_facet_twice() -> 
     }  # fmt: skip
 
 
+def test_a_facet_only_the_requests_scene_touches_weighs_less() -> None:
+    """ "My daughter is in a play in Leeds. How should I get there?" asks about getting around; the
+    daughter is its scene: the family facet weighs SCENE_FACET_SHARE of the travel facet."""
+    import math
+
+    from trimem.config import FACET_WEIGHT, SCENE_FACET_SHARE, Policy
+
+    mem = Memory(embedder="hashing")
+    notes = {
+        "note_licence": "I can't drive, never got my licence.",  # travel, vehicle
+        "note_daughter": "My daughter is seven.",  # family
+        "note_lfs": "Big assets go through Git LFS.",
+        "note_choir": "I sing in a choir.",
+    }
+    for key, text in notes.items():
+        mem.facts.set(key, text, user_id="u")
+    request = "My daughter is in a play in Leeds on Friday. How should I get there?"
+    found = mem.facts.search("Leeds", user_id="u", k=4, request=request)
+    unit = FACET_WEIGHT / (Policy().rrf_k + 1) / math.log(5 / 1.5)
+    one = math.log(5 / 1.5)  # one fact of four touches each facet
+    assert {f.key: s.explain.get("facets") for f, s in found} == {
+        "note_licence": round(unit * one, 6), "note_daughter": round(unit * one * SCENE_FACET_SHARE, 6),
+        "note_lfs": None, "note_choir": None,
+    }  # fmt: skip
+    assert SCENE_FACET_SHARE < 1 and keys(found)[0] == "note_licence"
+
+
 def test_the_facets_leg_reads_beyond_the_k_best_by_words() -> None:
     """A car note shares only an everyday word with a driving request, and fourteen notes share
     it more tightly: it ranks last by words, and only the request's facets of life (driving, a

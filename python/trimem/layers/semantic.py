@@ -27,13 +27,14 @@ import numpy as np
 from trimem._backend import Backend, Floors, Query
 from trimem._backend.ops import OpAlias, OpFact, OpForget, OpKnowledge, OpPin
 from trimem._checks import check_bool, check_index, check_int, check_plain, check_str, shown
-from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT, REORDER_POOL
+from trimem.config import AGREEMENT_WEIGHT, FACET_WEIGHT, FACT_VECTOR_WEIGHT, REORDER_POOL, SCENE_FACET_SHARE
 from trimem.errors import ArgumentTypeError, InvalidArgumentError, UnknownIdError
 from trimem.layers._shared import Embedding, IndexedLayer, check_text, named_only
 from trimem.records import Fact, FactChange, FactVersion, KnowledgeDoc, RecalledKnowledge, Scored
 from trimem.scope import SHARED, Shared, check_id, episode_namespace, knowledge_namespace, knowledge_owner
 from trimem.telemetry import instrument
 from trimem.text.facets import facets, owned
+from trimem.text.focus import asked_part
 from trimem.text.keys import fact_text, is_note_key
 from trimem.text.notes import tells_news
 from trimem.timeutil import TimeLike, now_micros, to_micros
@@ -81,7 +82,7 @@ def _with_leg(
 
 
 def _by_facets(
-    found: builtins.list[tuple[Fact, Scored]], wanted: frozenset[str], rrf_k: float
+    found: builtins.list[tuple[Fact, Scored]], wanted: frozenset[str], rrf_k: float, asked: frozenset[str] = frozenset()
 ) -> builtins.list[tuple[Fact, Scored]]:
     """`found` with a facet leg fused in: for each of the request's facets a fact touches, it
     gains ``FACET_WEIGHT / (rrf_k + 1)`` times that facet's rarity among the found facts against
@@ -96,8 +97,14 @@ def _by_facets(
     most = math.log((n + 1) / 1.5)
     # ("开车…加油" is about the car one owns more than about any note that mentions driving)
     mine = [wanted & owned(t) for t in texts]
+    # a facet of the scene only ("my cousin's wedding" in "…what's the best way to get there?")
+    # weighs less than one of what is asked
+    scene = wanted - asked if asked else frozenset()
     gains = [
-        FACET_WEIGHT / (rrf_k + 1) * sum(rarity[x] * (2 if x in own else 1) for x in names) / most
+        FACET_WEIGHT
+        / (rrf_k + 1)
+        * sum(rarity[x] * (2 if x in own else 1) * (SCENE_FACET_SHARE if x in scene else 1) for x in names)
+        / most
         for names, own in zip(touched, mine)
     ]
     return _with_leg(found, gains, "facets")
@@ -327,7 +334,8 @@ class Facts(IndexedLayer):
             vector = self._embed.query(query)
         # Every fact of the user is a candidate (the backend drops none by similarity: a request
         # names a fact only indirectly more often than not); the floors only label the weak.
-        wanted = facets(query if request is None else request)
+        asking = query if request is None else request
+        wanted = facets(asking)
         pool = int(k * REORDER_POOL) if wanted or episode_ranks is not None else k
         q = Query(text=query, vector=vector, namespace=episode_namespace(agent_id, user_id), k=pool,
                   floors=self._embed.floors(self.floors, query, request=request), now=now_micros(now),
@@ -336,7 +344,7 @@ class Facts(IndexedLayer):
         if len(found) < 2:  # nothing to reorder
             return found
         if wanted:
-            found = _by_facets(found, wanted, self._policy.rrf_k)
+            found = _by_facets(found, wanted, self._policy.rrf_k, wanted & facets(asked_part(asking)))
         if episode_ranks is not None:
             found = _by_agreement(found, episode_ranks(), self._policy.rrf_k)
         return self._newer_first(found[:k], agent_id, user_id)

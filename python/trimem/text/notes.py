@@ -61,6 +61,16 @@ _EN_WORD_LOWER: Final = re.compile(r"[a-z]+")
 # What would let a note pose as authority: the keys' deny words, less those everyday speech uses
 # for other things ("our HR system", "the shop's rules", "a new fatigue policy"), plus plurals.
 _AUTHORITY: Final = (DENY_WORDS - {"system", "rule", "rules", "policy", "policies"}) | {"admins", "superusers"}
+# How someone lastingly is, said of the user without "I" ("Allergic to penicillin", "Scared to death
+# of flying") or of someone named ("Aoife's allergic to nuts").
+_EN_STATE: Final = (
+    r"allergic|intolerant|lactose\s+intolerant|vegetarian|vegan|pescatarian|diabetic|coeliac|celiac|pregnant|"
+    r"autistic|dyslexic|deaf|colou?r-?blind|left-handed|scared|terrified|afraid|petrified|phobic|sober|teetotal|"
+    r"obsessed|mad\s+about|crazy\s+about|hopeless\s+at|rubbish\s+at"
+)
+_EN_STATE_OPENING: Final = re.compile(rf"(?:{_EN_STATE})\b", re.I)
+# A name as written: "Aoife", "DeShawn", "McKenzie".
+_EN_NAME: Final = r"[A-Z][a-zà-öø-ÿ]+(?:[A-Z][a-zà-öø-ÿ]+)?"
 _EN_PERSON: Final = re.compile(r"\b(?:i|i'm|i've|i'd|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b|\bi’", re.I)
 # The user's world named without a person: "The clinical system at work is EMIS", "the repo's
 # private", "the managing partner is Deborah Voss".
@@ -74,7 +84,7 @@ _EN_WORLD: Final = re.compile(
     r"daughter|grandma|grandpa|boss|landlord|flatmate|roommate|bank|gym|doctor|dentist|accountant|cat|dog|back|"
     r"knee|knees)(?:'s)?\b)"
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
-    r"|(?i:^(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|colou?r-blind|left-handed|not|can't|cannot|"
+    rf"|(?i:^(?:{_EN_STATE}|not|can't|cannot|"
     r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"
     # what the user still has, told without "I": "Still on a Huawei P30", "Still driving the old Civic"
     r"|(?i:^still\s+(?:on|using|running|driving|rocking)\s+(?:a|an|my|the|our)\b)"
@@ -270,7 +280,7 @@ _EN_FACT_QUESTION: Final = re.compile(
 )
 # Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
 _EN_NAMED: Final = re.compile(
-    r"([A-Z][a-zà-öø-ÿ]+)(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
+    rf"({_EN_NAME})(?:(?:'s|’s)?\s+(?:is|has|hates|loves|likes|can't|cannot|doesn't|won't|needs|works|lives|plays|"
     r"speaks|teaches|runs|owns|drives|goes|attends|studies|takes|uses|wears|eats|sleeps|rides|swims|"
     r"prefers|wants|gets|visits|coaches|collects|turns|graduates|retires|joins|starts|finishes|moves|stays|"
     r"cooks|knits|paints|writes|reads|watches"
@@ -279,11 +289,12 @@ _EN_NAMED: Final = re.compile(
     r"|(?:'s|’s|\s+is)\s+\d{1,3}\b(?!\s*(?:%|am|pm|:))"  # "Eli's 16": an age
     r"|(?:'s|’s)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:is|are|has|was)\b"
     # where they are or what they are now: "Dafydd's home for good", "Mia's been at Arup since May"
-    r"|(?:'s|’s)\s+(?:home|back|away|pregnant|engaged|married|retired|expecting|been|finally|now|still)\b)"
+    r"|(?:'s|’s)\s+(?:home|back|away|pregnant|engaged|married|retired|expecting|been|finally|now|still)\b"
+    rf"|(?:'s|’s|\s+is)\s+(?:(?:so|really|very|severely|badly|deathly|totally|completely)\s+)?(?:{_EN_STATE})\b)"
 )
 # Who someone named is, said between their name and the rest: "Osian, Non's boy, is six",
 # "Otis, our bluetick coonhound, got into the coop".
-_EN_APPOSITIVE: Final = re.compile(r"^(?P<name>[A-Z][a-zà-öø-ÿ]+),\s+(?P<who>[^,.!?]{2,40}),(?=\s)")
+_EN_APPOSITIVE: Final = re.compile(rf"^(?P<name>{_EN_NAME}),\s+(?P<who>[^,.!?]{{2,40}}),(?=\s)")
 # Advice asked, not a fact: "when's a good time to call?", "几点出门比较稳？"
 _EN_ADVICE: Final = re.compile(r"\b(?:should|best|good\s+time|a\s+good|ideal|recommend|suggest)\b", re.I)
 _ZH_ADVICE: Final = re.compile(r"比较|最好|合适|好呢|怎么|如何|应该|该|推荐|建议|划算")
@@ -334,6 +345,8 @@ def _en_note(body: str) -> bool:
         or _named(body)
     ):
         return False
+    if _EN_STATE_OPENING.match(body):
+        return True  # "Scared to death of flying": a state, though its word looks like a past tense
     # a past-tense narrative ("Had a great call", "The readout went okay") is an event, unless it
     # tells of a change ("we moved our repository to Condens"); one without a subject always is
     if _EN_PAST_OPENING.match(body):
