@@ -158,6 +158,7 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "这两天降温，冻死了",  # a moment
         "帮我写个请假条，家里有事",  # a moment's excuse, however short
         "Okay, write me a poem about the sea",  # an interjection before a request
+        "Scared the cat off the table this morning lol",  # a state word used as a verb, of a moment
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:
@@ -269,6 +270,12 @@ def test_note_keys_are_valid_readable_and_unique() -> None:
         ("上个月 Docker 里跑 Node 脚本的端口号是多少", True),  # no question mark: still a question
         ("你们几点开门", True),
         ("我什么都吃，不挑。", False),
+        # someone else helped, or the user treats someone: no request ("请客户吃饭" is no "please")
+        ("儿子帮我们在园区买了套电梯房，十二楼", False),
+        ("请客户吃饭我一般都带去那家清真馆子", False),
+        ("请推荐个吃饭的地方", True),
+        ("帮我们订一间会议室", True),
+        ("帮我把这个改了", True),
         ("", False),
     ],
 )
@@ -413,6 +420,10 @@ def test_a_sentence_about_the_chats_rules_is_dropped_and_the_note_beside_it_kept
         "Priya goes to a Montessori school in Leeds.",  # someone named, what they do
         "Tomasz attends the Polish Saturday school.",
         "房子租在地铁站旁边，走路五分钟",  # the user's home, named without "我"
+        # how someone named is, said with a state word; a state said without "I"
+        "Aoife's allergic to nuts, peanuts and tree nuts both.",
+        "DeShawn needs braces, the ortho quoted $5,800.",
+        "Scared to death of flying.",
     ],
 )
 def test_the_users_people_and_home_are_notes_without_a_first_person(text: str) -> None:
