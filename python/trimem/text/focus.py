@@ -12,6 +12,8 @@ those of what it asks about first, then those of its scene.
 
 from __future__ import annotations
 
+import functools
+
 from trimem.text.notes import is_request
 from trimem.text.script import has_han, prepare_text
 from trimem.text.sentences import sentences
@@ -19,6 +21,7 @@ from trimem.text.sentences import sentences
 __all__ = ["asked_part"]
 
 
+@functools.lru_cache(maxsize=4096)
 def asked_part(text: str) -> str:
     """The sentences of `text` that ask something, joined; all of `text` when every one of them
     asks or none does (nothing then tells the scene from the question)."""
