@@ -89,6 +89,7 @@ from trimem.text.notes import (
         "JOSH GOT A LOCAL JOB!!",  # shouted in capitals
         "We got a 2020 Honda CR-V, silver.",  # a make or a year after "got a"
         "Well the Buick's gone.",
+        "One coffee after 2pm and I won't sleep a wink.",  # "won't" is no past "won"
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -434,6 +435,13 @@ def _one_note(text: str) -> str:
     """The text of the one note `text` holds."""
     (note,) = read_notes(text)
     return note.text
+
+
+def test_a_question_right_after_a_note_keeps_what_it_says_of_the_notes_subject() -> None:
+    said = "Róisín is 13 and reads all the time. She's done all the Percy Jackson ones, what's next for her?"
+    assert _one_note(said) == "Róisín is 13 and reads all the time. She's done all the Percy Jackson ones"
+    # not after a story: what "she" did once is no note
+    assert read_notes("I went to the shops. She was rude, can you believe it?") == []
 
 
 def test_a_named_persons_age_carries_on_a_note() -> None:

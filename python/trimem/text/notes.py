@@ -203,7 +203,7 @@ _EN_PRESENT: Final = re.compile(
 )
 _PAST_VERB: Final = (
     r"(?:was|were|had|did|went|came|got|made|took|saw|met|said|told|found|left|bought|ate|caught|ran|"
-    r"spent|sent|thought|felt|heard|lost|won|wrote|gave|forgot|[a-z]{2,}ed)"
+    r"spent|sent|thought|felt|heard|lost|won|wrote|gave|forgot|[a-z]{2,}ed)(?!['’]t)"  # "won't" is no "won"
 )
 # a past-tense verb that opens the sentence or follows its subject ("Had a call", "we went")
 _EN_PAST: Final = re.compile(
@@ -506,7 +506,7 @@ def read_notes(text: str, *, by_user: bool = True) -> list[Note]:
                 body = body[aside.end() :]
                 s = Sentence(body, s.text, s.question)
         if _asks(s) or is_polite(body) or _hypothetical(body):
-            told = _told_in_passing(s)
+            told = _told_in_passing(s, after_note=last_kept)
             if told is not None:
                 kept.append(told)
             before, last_kept, announced = None, False, None
@@ -615,12 +615,13 @@ def _of_them(body: str, zh: bool) -> bool:
     return _EN_OF_THEM.match(body) is not None and not _en_story(body)
 
 
-def _told_in_passing(s: Sentence) -> str | None:
+def _told_in_passing(s: Sentence, *, after_note: bool = False) -> str | None:
     """What sentence `s`, which asks, tells of the user in passing ("my daughter just turned 4 and
     she's obsessed with dinosaurs, any book recs?", "帮我推荐个晚饭吧，我吃素哈，蛋奶可以"): its
     clauses that read as notes, each with the clauses that carry on from it up to one that asks;
     None when it tells nothing. The request itself is never kept: a profile line must not read as
-    an instruction."""
+    an instruction. Right `after_note`, a first clause that says how "she" is carries the note on
+    ("Róisín is 13. She's read all the Percy Jackson ones, what's next?")."""
     text = s.text.strip()
     zh = has_han(text)
     if not zh and GREETING.match(text.casefold()):  # "thanks, I'm off to cook": small talk
@@ -631,13 +632,13 @@ def _told_in_passing(s: Sentence) -> str | None:
         return None
     kept: list[str] = []
     going = False
-    kin: str | None = None  # someone of the user's life the clause before named
+    kin: str | None = "" if after_note else None  # someone of the user's life the clause before named
     for i, part in enumerate(parts):
         body = part.rstrip("?!.。~ ")
         clause = Sentence(body, part, s.question and i == len(parts) - 1)
         named, kin = kin, None
         if named is not None and _of_them(body, zh) and not _asks(clause) and not _hypothetical(body):
-            kept += [named, body]
+            kept += [named, body] if named else [body]
             going = True
         elif not body or _asks(clause) or _hypothetical(body) or (zh and _ZH_SOCIAL.search(body)):
             going = False
