@@ -483,7 +483,10 @@ def test_news_keeps_what_came_before_it_and_a_change_in_passing_is_kept(text: st
     "text",
     ["Big news — I got the charge nurse position! Starts January 5th, mostly days.", "Finally switched jobs!",
      "幺儿升初三了，明年六月就中考", "俺们楼加装电梯了，可算不用爬楼了", "嘿嘿，我脱单了",
-     "闺女考上大学了，九月去武汉", "奶茶店盘出去了，现在在家带娃", "上个月辞职了，在家歇着"],
+     "闺女考上大学了，九月去武汉", "奶茶店盘出去了，现在在家带娃", "上个月辞职了，在家歇着",
+     # a regime someone set
+     "The cardiologist made me drop caffeine completely.", "vet put Juno on a grain-free food",
+     "GP took me off statins last month"],
 )  # fmt: skip
 def test_a_change_is_told_in_everyday_words(text: str) -> None:
     (note,) = read_notes(text)

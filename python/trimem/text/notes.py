@@ -180,7 +180,9 @@ _EN_CHANGE: Final = re.compile(
     r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|"
     r"(?:handed|put|gave)\s+(?:in\s+)?(?:my|our|his|her)\s+notice|got\s+the\s+(?:job|position|role|promotion|place)|"
     rf"pushed|postponed|cancelled|canceled|passed\s+away|died|(?:be|been|was|were|got)\s+put\s+(?:down|to\s+sleep)|"
-    rf"{_EN_NOW})\b|{_EN_ACQUIRED}",
+    rf"{_EN_NOW})\b|{_EN_ACQUIRED}"
+    # a regime someone set: "the vet put Juno on a grain-free food", "took me off statins", "made me drop caffeine"
+    r"|\b(?:(?:put|moved|switched)\s+(?:me|us|him|her|them|(?-i:[A-Z][a-z]+))\s+on(?:to)?|(?:took|taken)\s+(?:me|us|him|her|them|(?-i:[A-Z][a-z]+))\s+off|made\s+(?:me|us|him|her)\s+(?:drop|cut|stop|quit|give\s+up))\b",
     re.I,
 )
 _ZH_CHANGE: Final = re.compile(
