@@ -142,7 +142,7 @@ def test_a_question_for_a_fact_needs_more_meaning_to_support_a_partial_match(
 ) -> None:
     """A question asking for a fact ("when's Linda's birthday?") is not answered by a memory that
     shares only its subject; a task naming the same thing is helped by it."""
-    from trimem.text.notes import asks_for_fact
+    from trimem.text.asking import asks_for_fact
 
     assert asks_for_fact(request_text) is (request_text == FACT_QUESTION)
     mem = _memory({TYPE_RATING: [1, 0, 0, 0, 0, 0, 0, 0],

@@ -26,7 +26,7 @@ from trimem.config import (
     Policy,
 )
 from trimem.errors import ArgumentTypeError, InvalidArgumentError
-from trimem.text.notes import asks_for_fact
+from trimem.text.asking import asks_for_fact
 from trimem.text.script import has_han, query_language
 from trimem.text.stopwords import QUERY_STOPWORDS
 from trimem.text.words import name_words
@@ -142,7 +142,7 @@ class Embedding:
         """The floors of a search for `text` made for `request` (default: `text`): where the
         vector cannot vouch for it, similarity neither makes a match confident nor supports a
         keyword match; where the request asks for a fact of the asker's life
-        (:func:`~trimem.text.notes.asks_for_fact`), a keyword match missing part of it needs
+        (:func:`~trimem.text.asking.asks_for_fact`), a keyword match missing part of it needs
         meaning ``FACT_QUESTION_SUPPORT`` of the way to confident alone: "when's Linda's birthday
         again?" is not answered by what was said of Linda."""
         if not self.vouches(text):

@@ -26,9 +26,9 @@ from trimem.pipeline.bundle import RecallBundle
 from trimem.records import Fact, RecalledEpisode, Scored, Turn, indexed_time
 from trimem.rewrite import MemoryIntent
 from trimem.scope import check_id, episode_namespace
+from trimem.text.asking import is_request
 from trimem.text.evidence import evidence_of
 from trimem.text.keys import is_note_key
-from trimem.text.notes import is_request
 from trimem.text.time_expressions import weekday_words
 from trimem.timeutil import MIN_MICROS, TimeLike, as_datetime, now_micros, to_micros
 

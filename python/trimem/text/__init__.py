@@ -16,6 +16,9 @@ Modules, one job each:
 * :mod:`~trimem.text.cues` — what kind of item a text is (filler, question, event, ...), for the router;
 * :mod:`~trimem.text.time_expressions` — time expressions ("last month", "上上周", "2026-09-01");
 * :mod:`~trimem.text.words` — a request's keywords;
+* :mod:`~trimem.text.asking` — what asks: questions and requests to the assistant, and questions
+  for a piece of the asker's own life;
+* :mod:`~trimem.text.focus` — a request's focus: the sentences that ask, apart from their scene;
 * :mod:`~trimem.text.notes` — profile notes: the user's lasting statements no key names;
 * :mod:`~trimem.text.facets` — the parts of a life a text is about (food, travel, health, ...);
 * :mod:`~trimem.text.mentions` and :mod:`~trimem.text.relations` — entities and the relations

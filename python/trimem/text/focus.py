@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from trimem.text.notes import is_request
+from trimem.text.asking import is_request
 from trimem.text.script import has_han, prepare_text
 from trimem.text.sentences import sentences
 
