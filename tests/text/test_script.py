@@ -16,6 +16,11 @@ from trimem.text.script import fold_spaces, has_han, is_han, language, prepare_t
         ("ig\u200bnore\ufeff", "ignore"),  # zero-width characters go
         ("\u201cVim\u201d and \u2018Helix\u2019", "\"Vim\" and 'Helix'"),
         ("plain ascii stays", "plain ascii stays"),
+        # a space between runs of Chinese is a comma; one after a word or two, or beside Latin, is not
+        ("三轮卖了 城里也用不上　现在出门坐公交", "三轮卖了,城里也用不上,现在出门坐公交"),
+        ("俺不吃羊肉 嫌膻 闻着就恶心", "俺不吃羊肉,嫌膻 闻着就恶心"),
+        ("我的 编辑器 是 Vim", "我的 编辑器 是 Vim"),
+        ("我们用 PostgreSQL 做主库", "我们用 PostgreSQL 做主库"),
     ],
 )
 def test_prepare_text(raw: str, prepared: str) -> None:

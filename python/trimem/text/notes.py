@@ -80,7 +80,7 @@ _EN_WORLD: Final = re.compile(
     r"(?:(?:wee|little|lil|big|older|younger|baby|kid)\s+)?(?:sister|brother|sis|bro)|"
     r"mum|mom|mother|dad|father|wife|husband|partner|girlfriend|boyfriend|gf|bf|hubby|fianc[eé]e?|kid|kids|son|"
     r"daughter|grandma|grandpa|boss|landlord|flatmate|roommate|bank|gym|doctor|dentist|accountant|cat|dog|back|"
-    r"knee|knees)(?:'s)?\b)"
+    r"knee|knees|phone|car|ute|truck|van|bike|laptop|house|flat|shop|farm|garden|job|hours|shift|shifts|rota)(?:'s)?\b)"
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     rf"|(?i:^(?:{_EN_STATE}|not|can't|cannot|"
     r"don't|hate|love|prefer|trying\s+to|work\s+from|live\s+in|learning|training\s+for|saving\s+for)\b)"

@@ -45,6 +45,7 @@ Language = Literal["en", "zh"]
 QueryLanguage = Literal["en", "zh", "mixed"]
 
 _CJK: Final = re.compile(f"[{CJK_RANGE}]")
+_HAN_SPACE: Final = re.compile(f"(?<=[{HAN_RANGE}]{{3}})[ \u3000]+(?=[{HAN_RANGE}]{{2}})")
 _LATIN: Final = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _ZERO_WIDTH: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff]")
 _QUOTES: Final = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
@@ -55,17 +56,19 @@ _SPACES: Final = re.compile(r"\s+")
 def prepare_text(text: str) -> str:
     """The normal form every reader starts from: NFKC folds full-width letters and punctuation
     (，→, ！→!) so one ASCII pattern serves both scripts; zero-width characters go so they cannot
-    hide a phrase; curly quotes become straight.
+    hide a phrase; curly quotes become straight; a space between runs of Chinese is a comma, as
+    Chinese typed by voice or in haste writes one ("三轮卖了 现在出门坐公交"), while a space after
+    a word or two ("我的 编辑器 是 Vim") stays a space.
 
-    >>> prepare_text("my\u200b editor is “Vim”")
-    'my editor is "Vim"'
+    >>> prepare_text("my\u200b editor is “Vim”"), prepare_text("三轮卖了 现在出门坐公交")
+    ('my editor is "Vim"', '三轮卖了,现在出门坐公交')
     """
     if text.isascii():  # ASCII is NFKC already and has no zero-width or curly characters
         return text
     text = unicodedata.normalize("NFKC", text)
     if _SPECIAL.search(text):  # translate() is slow enough to skip when there is nothing to do
         text = _ZERO_WIDTH.sub("", text).translate(_QUOTES)
-    return text
+    return _HAN_SPACE.sub(",", text)
 
 
 def fold_spaces(text: str) -> str:
