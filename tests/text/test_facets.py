@@ -71,6 +71,9 @@ from trimem.text.facets import FACETS, facets, owned
         # work as people say it, and home in Cantonese
         ("单位通知去体检，得跟上班错开", {"health", "career"}),
         ("Can you swap my Saturday shift?", {"career"}),
+        # time off is asked of one's employer
+        ("Help me ask for two weeks off in August", {"career"}),
+        ("下周三要去看牙，帮我写个请假邮件", {"health", "career"}),
         ("屋企楼下开咗间茶餐厅", {"home", "food", "drink"}),
     ],
 )

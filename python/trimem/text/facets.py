@@ -137,10 +137,12 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|"
         f"cover letter|portfolio|interview|internship|shift|shifts|rota|overtime|workplace|on call|{OCCUPATIONS}|"
         # (whether one is free for something is a question of one's hours of work)
-        "am i free|actually free|be free|say yes|commit to|can i make it|work schedule|my schedule",
+        "am i free|actually free|be free|say yes|commit to|can i make it|work schedule|my schedule|"
+        # (time off is asked of one's employer)
+        "day off|days off|week off|weeks off|time off|annual leave|sick day|call in sick",
         "职业|岗位|职位|入职|跳槽|升职|简历|简介|自我介绍|面试|履历|退休|实习|兼职|全职|自由职业|护士|工程师|设计师|程序员|"
         "老师|教师|会计|律师|建筑师|产品经理|公务员|厨师|摄影师|研究员|医生|司机|上班|下班|单位|加班|值班|倒班|三班|夜班|白班|"
-        "返工|开工|工作|调到|调去|调岗|转岗|辞职|辞咗|"
+        "返工|开工|工作|调到|调去|调岗|转岗|辞职|辞咗|请假|"
         # whether one is free for something is a question of one's hours of work
         "能去不|能去吗|去得了|去得不|得闲|有空吗|走得开|抽出空|抽得出空|搞得赢|来得及|赶得上",
     ),
