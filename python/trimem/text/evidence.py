@@ -38,6 +38,7 @@ _SAY_NOTHING: Final = NOT_SUBJECT | frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # asked of the same facts by every recall that shows them
 def evidence_of(key: str, value: str, text: str) -> str | None:
     """The sentence of `text` that names `value`, when it says more than `key` and `value` (see
     the module); else None."""
