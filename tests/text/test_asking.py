@@ -22,6 +22,14 @@ from trimem.text.asking import asks_for_fact, is_request
         ("上个月 Docker 里跑 Node 脚本的端口号是多少", True),  # no question mark: still a question
         ("你们几点开门", True),
         ("我什么都吃，不挑。", False),
+        # questions in dialect and as A-not-A: "么子" (Hunan), "咩" and "去唔去" (Cantonese)
+        ("跟病人家属沟通有么子好的话术", True),
+        ("我妹学的么子专业，你记得啵", True),
+        ("明天去唔去饮茶", True),
+        ("呢个系咩嚟㗎", True),
+        ("这家店好不好吃", True),
+        ("我么子都恰，不挑", False),
+        ("老人冬天脚冷得不得了", False),  # "不得了": very, no question
         # someone else helped, or the user treats someone: no request ("请客户吃饭" is no "please")
         ("儿子帮我们在园区买了套电梯房，十二楼", False),
         ("请客户吃饭我一般都带去那家清真馆子", False),

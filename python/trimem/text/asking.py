@@ -52,15 +52,19 @@ _EN_ASKING: Final = re.compile(
 _ZH_QUESTION: Final = re.compile(
     r"怎么|如何|为什么|是不是|能不能|可不可以|(?<![不得])咋|吗$|呢$|多久|多远|多长时间|好久$|好久(?=是|能|才|可以)"
     # a question chat writes without its mark: "还能吃不", "可以用伐", "先炒青椒还是先炒肉"
-    r"|(?<=[\u4e00-\u9fff])[不伐么](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
+    r"|(?<=[\u4e00-\u9fff])[不伐么啵](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
+    # the same asked as A-not-A, in Mandarin and Cantonese: "好不好", "去唔去", "系唔系"
+    r"|([\u4e00-\u9fff])[不唔]\1(?!了)|系咪|有冇|点样|点解"  # ("冷得不得了": very)
 )
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.
 _ZH_QUESTION_WORD: Final = re.compile(
     r"什么|啥|哪|谁|几(?:次|遍|分钟|小时|桶|斤|岁|号|点|个|天|本|部|首|种)|多少|有没有|(?:干|念|吃|做|买|带|说|弄|整)嘛"
+    # in dialect: "么子" (Hunan), "咩"/"乜"/"边度"/"边个"/"几时"/"几多"/"几耐" (Cantonese), "么样" (Wuhan)
+    r"|么子|咩|乜|边度|边个|几时|几多|几耐|么样"
 )
 _ZH_NOT_ASKING: Final = re.compile(
-    r"(?:什么|啥|谁)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这的])几[个位家]|(?<=[好十])几|几(?=[十百千万])"
+    r"(?:什么|啥|谁|么子)[^,，。;；]{0,8}?(?:都|也|统统|全)|(?<=[跟和与给有了那这的])几[个位家]|(?<=[好十])几|几(?=[十百千万])"
     r"|(?<=[做干搞])啥[^,，。;；]{1,4}的"  # "做啥芯片的": some kind of chip work
 )
 _STATEMENT_END: Final = ("。", ".", "！", "!")
