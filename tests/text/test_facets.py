@@ -74,6 +74,7 @@ from trimem.text.facets import FACETS, facets, owned
         # time off is asked of one's employer
         ("Help me ask for two weeks off in August", {"career"}),
         ("下周三要去看牙，帮我写个请假邮件", {"health", "career"}),
+        ("明天得去县医院拿药 咋去方便", {"health", "travel"}),  # how to get there
         ("屋企楼下开咗间茶餐厅", {"home", "food", "drink"}),
     ],
 )

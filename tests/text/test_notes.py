@@ -158,6 +158,12 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "帮我写个请假条，家里有事",  # a moment's excuse, however short
         "Okay, write me a poem about the sea",  # an interjection before a request
         "Scared the cat off the table this morning lol",  # a state word used as a verb, of a moment
+        # said of the question, not of the user's life: who asked it, that the user cannot explain
+        # or keeps forgetting it, what the answer should be like; "真的假的" asks
+        "车厘子和樱桃到底有啥区别，顾客老问俺，俺也说不明白",
+        "一公里是多少里来着？老记不住",
+        "Python列表推导式咋个写？给个例子",
+        "村里有人说吃苹果能降血压 真的假的",
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:

@@ -54,7 +54,7 @@ _ZH_QUESTION: Final = re.compile(
     # a question chat writes without its mark: "还能吃不", "可以用伐", "先炒青椒还是先炒肉"
     r"|(?<=[\u4e00-\u9fff])[不伐么啵](?:$|(?=[,，]))|(?:先|是)[^,，。]{0,8}还是"
     # the same asked as A-not-A, in Mandarin and Cantonese: "好不好", "去唔去", "系唔系"
-    r"|([\u4e00-\u9fff])[不唔]\1(?!了)|系咪|有冇|点样|点解"  # ("冷得不得了": very)
+    r"|([\u4e00-\u9fff])[不唔]\1(?!了)|系咪|有冇|点样|点解|真的假的|是真的吗|靠谱吗|对不对$"  # ("冷得不得了": very)
 )
 # Question words that a statement uses too ("什么都吃", "跟几个供应商说好了"): they ask only in a
 # sentence not closed by a full stop, and not in their indefinite uses.

@@ -80,7 +80,9 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "hotel|airbnb|road trip|carpool|scooter|walk to|plane|get there|getting there|get down to|get up to|"
         "get over to|get in to|get into town|way of getting|way to get",
         "开车|驾照|车|地铁|公交|高铁|火车|动车|飞机|机票|车票|出差|通勤|打车|骑车|自行车|电动车|路线|回家|旅行|"
-        "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟|坐飞机|飞去|飞到|出发|转机|落机|搭车",
+        "旅游|出行|行程|航班|签证|护照|酒店|民宿|自驾|坐车|晕车|过去|去一趟|坐飞机|飞去|飞到|出发|转机|落机|搭车|"
+        # how to get somewhere ("咋去方便", "点样去")
+        "怎么去|咋去|怎么走|咋走|点样去|点去|哪能去",
     ),
     "home": (
         "home|house|flat|apartment|neighbourhood|neighborhood|nearby|near|local|locally|live|living|lives|"

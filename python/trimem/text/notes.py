@@ -223,8 +223,12 @@ _ZH_SOCIAL: Final = re.compile(
     r"|^(?:谢谢|多谢|感谢|辛苦|麻烦你|谢了|谢啦|好的谢谢)|^(?:好啦|好了|好的|行吧|拜拜|晚安)$"
     r"|看明白|看懂|听懂|听明白|搞明白|没明白|没懂"
     r"|^(?:那|好)?我(?:先|要|得)?去(?!年)[\u4e00-\u9fff]{1,4}(?:了|啦|咯)$"
-    # who put the question to the user, told after it ("“雄起”是啥意思，外地朋友问我")
-    r"|^[\u4e00-\u9fff]{1,6}(?:问|考)(?:我|俺|额|咱)(?:的|嘅|哒)?$"
+    # who put the question to the user, told after it ("“雄起”是啥意思，外地朋友问我"), and that the
+    # user cannot explain it or keeps forgetting it: said of the question, not of the user's life
+    r"|^[\u4e00-\u9fff]{1,6}(?:问|考)(?:我|俺|额|咱)(?:的|嘅|哒)?$|(?:问|考)(?:我|俺|额|咱)|帮朋友问"
+    r"|(?:解释|说|讲|搞)不(?:清|明白|通)|记不住|记混|老忘|每次都忘|总是忘"
+    # what the answer should be like: "给个例子", "说人话版本"
+    r"|^(?:给个|举个|来个|说人话|简单点|详细点|推荐点|推介)"
 )
 # Someone named, and how they are: "Jess is allergic to shellfish", "Omar works nights".
 _EN_NAMED: Final = re.compile(
