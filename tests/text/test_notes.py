@@ -88,6 +88,7 @@ from trimem.text.notes import (
         "We got a 2020 Honda CR-V, silver.",  # a make or a year after "got a"
         "Well the Buick's gone.",
         "One coffee after 2pm and I won't sleep a wink.",  # "won't" is no past "won"
+        "I do all my modelling in Python but my supervisor keeps asking for MATLAB.",  # asks for, not asks me
     ],
 )
 def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
@@ -164,6 +165,10 @@ def test_lasting_statements_about_the_user_are_notes(text: str) -> None:
         "一公里是多少里来着？老记不住",
         "Python列表推导式咋个写？给个例子",
         "村里有人说吃苹果能降血压 真的假的",
+        "whats the difference between a cold and flu? my neighbour keeps asking me and I want a simple answer",
+        "What does 'rizz' mean? Heard it on the radio and I'm none the wiser.",
+        "is it bad to leave my phone charging overnight",
+        "who vs whom, when do I use which",
     ],
 )
 def test_questions_requests_events_and_authority_are_not_notes(text: str) -> None:

@@ -44,7 +44,11 @@ _EN_ASKING: Final = re.compile(
     r"much|many|long|often|far|about))\b"
     # and one that opens on what it asks for: "any good courses i could show them", "is there a way to …"
     r"|any\s+(?:good|decent|cheap|tips|ideas?|recs?|recommendations?|suggestions?|advice)\b|anyone\s+know\b"
-    r"|(?:is|are)\s+there\s+(?:a|an|any)\b",
+    r"|(?:is|are)\s+there\s+(?:a|an|any)\b"
+    # typed without the apostrophe ("whats the difference"), whether something is so ("is it bad
+    # to…"), and one thing against another ("who vs whom")
+    r"|(?:whats|hows|wheres|whos)\b|is\s+it\s+(?:bad|ok|okay|safe|worth|normal|true|possible|better|fine|wise)\b"
+    r"|\w+\s+(?:vs\.?|versus)\s+\w+",
     re.I,
 )
 

@@ -267,6 +267,8 @@ def _named(body: str) -> bool:
 
 
 def _en_note(body: str) -> bool:
+    if _EN_OF_THE_QUESTION.search(body):
+        return False
     words = _EN_WORD.findall(body)
     # a note names what it is about: "Never again." says how often, not of what
     if len(words) < 2 or not any(w.casefold() not in NOT_SUBJECT for w in words):
@@ -306,6 +308,13 @@ def _en_note(body: str) -> bool:
     )
 
 
+# Said of the question, not of the user's life: who keeps asking it, that the user does not follow.
+_EN_OF_THE_QUESTION: Final = re.compile(
+    r"\b(?:keeps?|kept)\s+(?:asking(?:\s+(?:me|us))?(?=\s*(?:$|[,.!?;]|and\b|but\b))|getting\s+it\s+wrong|talking\s+about\s+it)"
+    r"|\bnone\s+the\s+wiser\b"
+    r"|\bnot\s+following\b|\bexplain\s+it\s+like\b|\bkeep\s+hearing\s+about\b|\basking\s+for\s+a\s+friend\b",
+    re.I,
+)
 # A clause opening with a determiner names a thing ("My cousin's wedding, drove 5 hours"), not a state.
 _EN_DETERMINER: Final = re.compile(r"(?:my|our|the|a|an|this|that|his|her|their)\b", re.I)
 _ZH_CLAUSE: Final = re.compile(r"[,;]")
