@@ -30,6 +30,11 @@ from trimem.text.asking import asks_for_fact, is_request
         ("这家店好不好吃", True),
         ("我么子都恰，不挑", False),
         ("老人冬天脚冷得不得了", False),  # "不得了": very, no question
+        # how long and how old, asked without a mark; "几年前" and "做了几年" tell
+        ("电瓶车电瓶一般几年换", True),
+        ("小孩子多大可以开始学游泳", True),
+        ("我做了几年会计，现在转行了", False),
+        ("我几年前在深圳待过", False),
         # someone else helped, or the user treats someone: no request ("请客户吃饭" is no "please")
         ("儿子帮我们在园区买了套电梯房，十二楼", False),
         ("请客户吃饭我一般都带去那家清真馆子", False),

@@ -64,6 +64,8 @@ _ZH_QUESTION: Final = re.compile(
 # sentence not closed by a full stop, and not in their indefinite uses.
 _ZH_QUESTION_WORD: Final = re.compile(
     r"什么|啥|哪|谁|几(?:次|遍|分钟|小时|桶|斤|岁|号|点|个|天|本|部|首|种)|多少|有没有|(?:干|念|吃|做|买|带|说|弄|整)嘛"
+    # how long and how old: "电瓶一般几年换", "多大可以学游泳" (not "几年前", "多大的事")
+    r"|(?<![了过好十])几(?:年|个月|周|星期)(?![前后来了])|多大(?![的点事])"
     # in dialect: "么子" (Hunan), "咩"/"乜"/"边度"/"边个"/"几时"/"几多"/"几耐" (Cantonese), "么样" (Wuhan)
     r"|么子|咩|乜|边度|边个|几时|几多|几耐|么样"
 )
