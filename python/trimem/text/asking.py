@@ -15,7 +15,7 @@ import functools
 import re
 from typing import Final
 
-from trimem.text.script import has_han, prepare_text
+from trimem.text.script import WORD, has_han, prepare_text, without_spaces
 from trimem.text.sentences import Sentence, is_polite, sentences
 
 __all__ = ["EN_FIRST_PERSON", "MAX_ASK_CHARS", "asks", "asks_for_fact", "is_request", "opens_asking"]
@@ -27,8 +27,6 @@ EN_FIRST_PERSON: Final = re.compile(
 )
 """The speaker of English text naming themselves or theirs."""
 
-_EN_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
-_ZH_SPACE: Final = re.compile(r"\s+")
 # A request or instruction to the assistant, by its first word.
 _REQUEST_START: Final = frozenset(
     "can could would will please help tell show give write make pick find book plan schedule remind "
@@ -118,7 +116,7 @@ def asks(s: Sentence) -> bool:
     if s.question:
         return True
     if has_han(body):  # "请" is as often "treat" as "please": the shapes of a request decide
-        core = _ZH_SPACE.sub("", body)
+        core = without_spaces(body)
         if _ZH_REQUEST.search(core) is not None:
             return True
         if _ZH_QUESTION.search(core) is not None:
@@ -131,7 +129,7 @@ def asks(s: Sentence) -> bool:
 
 def opens_asking(text: str) -> bool:
     """Whether English `text` asks by its opening: a request's first word or a question's."""
-    first = _EN_WORD.search(text)
+    first = WORD.search(text)
     if first is not None and _EN_HEADLINE.match(text, first.end()) is not None:
         return False  # "Change of plans: …", "Update — …" head news; no verb asks
     return (first is not None and first.group().casefold() in _REQUEST_START) or _EN_ASKING.match(text) is not None
@@ -181,7 +179,7 @@ def asks_for_fact(text: str, *, own_life: bool = True) -> bool:
     for s in sentences(text):
         body = s.body.strip()
         if has_han(body):
-            core = _ZH_SPACE.sub("", body)
+            core = without_spaces(body)
             asks = _ZH_REQUEST.search(core) is None and _ZH_FACT_QUESTION.search(_ZH_NOT_ASKING.sub("", core))
             if asks and (not own_life or _ZH_OWN.search(core)) and not _ZH_ADVICE.search(core):
                 return True

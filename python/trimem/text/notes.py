@@ -37,7 +37,7 @@ from trimem.text.cues import FILLER, GREETING, han_count
 from trimem.text.facets import OCCUPATIONS
 from trimem.text.guard import is_injection
 from trimem.text.keys import DENY_WORDS
-from trimem.text.script import Language, has_han, language, prepare_text
+from trimem.text.script import WORD, Language, has_han, language, prepare_text, without_spaces
 from trimem.text.sentences import Sentence, is_polite, sentences
 from trimem.text.stopwords import NOT_SUBJECT
 
@@ -55,7 +55,6 @@ __all__ = [
 MAX_NOTE_CHARS: Final = MAX_ASK_CHARS
 """A note is a sentence or two; longer text (pasted prose, logs) is not a statement about oneself."""
 
-_EN_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
 _EN_WORD_LOWER: Final = re.compile(r"[a-z]+")
 # What would let a note pose as authority: the keys' deny words, less those everyday speech uses
 # for other things ("our HR system", "the shop's rules", "a new fatigue policy"), plus plurals.
@@ -248,7 +247,6 @@ _EN_NAMED: Final = re.compile(
 # "Otis, our bluetick coonhound, got into the coop".
 _EN_APPOSITIVE: Final = re.compile(rf"^(?P<name>{_EN_NAME}),\s+(?P<who>[^,.!?]{{2,40}}),(?=\s)")
 _DENY_HAN: Final = re.compile(r"权限|角色|指令|系统提示|提示词|管理员|规则|身份")
-_ZH_SPACE: Final = re.compile(r"\s+")
 
 
 class Note(msgspec.Struct, frozen=True):
@@ -269,7 +267,7 @@ def _named(body: str) -> bool:
 def _en_note(body: str) -> bool:
     if _EN_OF_THE_QUESTION.search(body):
         return False
-    words = _EN_WORD.findall(body)
+    words = WORD.findall(body)
     # a note names what it is about: "Never again." says how often, not of what
     if len(words) < 2 or not any(w.casefold() not in NOT_SUBJECT for w in words):
         return False
@@ -322,7 +320,7 @@ _EN_CLAUSE: Final = re.compile(r"\s*[,;]\s*|\s+[-–—]+\s+|\s*[\U0001F300-\U00
 
 
 def _zh_note(body: str) -> bool:
-    core = "".join(c for c in _ZH_CLAUSE.split(_ZH_SPACE.sub("", body)) if c and not _ZH_SOCIAL.search(c))
+    core = "".join(c for c in _ZH_CLAUSE.split(without_spaces(body)) if c and not _ZH_SOCIAL.search(c))
     if len(core) < 4:  # a question or request never gets here (read_notes skips what asks)
         return False
     # Chinese chat leaves the subject out more often than not ("驾照拿了五年，一上高速就腿软",
@@ -357,7 +355,7 @@ def _topic(text: str) -> bool:
     """Whether `text` is a topic said on its own before what is said of it ("Snakes. Hate em.",
     "Coriander. Tastes like soap to me."): a word or two, no filler, no Chinese (whose short
     sentences say whole things)."""
-    words = _EN_WORD.findall(text)
+    words = WORD.findall(text)
     return (
         0 < len(words) <= 2
         and not has_han(text)
@@ -398,11 +396,12 @@ def carries_on(s: Sentence) -> bool:
     """Whether sentence `s`, said right after a statement, says more of its subject and asks
     nothing ("My brother Kai is 19. He's obsessed with trains.", "我弟弟19岁。他特别迷火车。")."""
     body = s.body.strip()
-    if asks(s):
-        return False
-    if has_han(body):
-        return _ZH_OF_THEM.match(_ZH_SPACE.sub("", body)) is not None and not _is_moment(body)
-    return _carries_on(body) or (_EN_OF_THEM.match(body) is not None and not _is_moment(body))
+    zh = has_han(body)
+    return (
+        not asks(s)
+        and not _is_moment(body)
+        and (_of_them(without_spaces(body) if zh else body, zh) or _carries_on(body))
+    )
 
 
 def _announces(body: str) -> bool:
@@ -634,7 +633,7 @@ def change_clauses(text: str, *, headline: bool = True) -> str:
 
 def _headline(clause: str) -> bool:
     """Whether `clause` is as short as a headline: four words, or eight Chinese characters."""
-    return han_count(clause) <= 8 if has_han(clause) else len(_EN_WORD.findall(clause)) <= 4
+    return han_count(clause) <= 8 if has_han(clause) else len(WORD.findall(clause)) <= 4
 
 
 def what_was_said(text: str) -> str:

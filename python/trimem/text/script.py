@@ -19,6 +19,7 @@ __all__ = [
     "HAN_RANGE",
     "LATIN_END",
     "LATIN_START",
+    "WORD",
     "Language",
     "QueryLanguage",
     "fold_spaces",
@@ -27,6 +28,7 @@ __all__ = [
     "language",
     "prepare_text",
     "query_language",
+    "without_spaces",
 ]
 
 HAN_RANGE: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -41,11 +43,14 @@ LATIN_END: Final = r"(?![A-Za-z0-9_])"
 HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
 """One Han character: the one compiled pattern every module of the text layer shares."""
 
+WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
+"""An English word (apostrophes and hyphens inside) or a number: how the readers count words."""
+
 Language = Literal["en", "zh"]
 QueryLanguage = Literal["en", "zh", "mixed"]
 
 _CJK: Final = re.compile(f"[{CJK_RANGE}]")
-_HAN_SPACE: Final = re.compile(f"(?<=[{HAN_RANGE}]{{3}})[ \u3000]+(?=[{HAN_RANGE}]{{2}})")
+_HAN_SPACE: Final = re.compile(f"(?<=[{HAN_RANGE}]{{3}}) +(?=[{HAN_RANGE}]{{2}})")  # (NFKC makes "\u3000" a space)
 _LATIN: Final = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _ZERO_WIDTH: Final = re.compile("[\u00ad\u200b-\u200f\u2060\ufeff]")
 _QUOTES: Final = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
@@ -68,7 +73,7 @@ def prepare_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if _SPECIAL.search(text):  # translate() is slow enough to skip when there is nothing to do
         text = _ZERO_WIDTH.sub("", text).translate(_QUOTES)
-    return _HAN_SPACE.sub(",", text)
+    return _HAN_SPACE.sub(",", text) if " " in text else text
 
 
 def fold_spaces(text: str) -> str:
@@ -78,6 +83,15 @@ def fold_spaces(text: str) -> str:
     'a b'
     """
     return _SPACES.sub(" ", text).strip()
+
+
+def without_spaces(text: str) -> str:
+    """`text` with all whitespace removed (Chinese reads the same without it).
+
+    >>> without_spaces("我 每天 坐地铁")
+    '我每天坐地铁'
+    """
+    return _SPACES.sub("", text)
 
 
 def has_han(text: str) -> bool:
