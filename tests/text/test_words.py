@@ -17,6 +17,18 @@ def test_keywords() -> None:
     assert keywords("the the THE", lowercase=True) == []
 
 
+def test_dialect_pronouns_and_question_words_are_filler() -> None:
+    # 俺/额 are 我, 咋 is 怎么, 啥子/么子/咩 are 什么: a request in dialect keeps only what it is about
+    assert keywords("闺女过生日要去吃麻辣火锅，俺自个儿能点点啥", lowercase=True) == [
+        "闺女过生日要去吃麻辣火锅",
+        "点点",
+    ]
+    assert keywords("额咋去医院", lowercase=True) == ["去医院"]
+    assert keywords("男朋友生日送咩好", lowercase=True) == ["男朋友生日送", "好"]
+    # a word that holds such a character stays whole
+    assert keywords("查一下账户余额和额度", lowercase=True) == ["账户余额", "额度"]
+
+
 def test_instructions_are_masked() -> None:
     text = "write me a quick script that reads the Nginx log"
     spans = instruction_spans(text)

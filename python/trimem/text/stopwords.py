@@ -58,6 +58,7 @@ ZH_QUERY_FILLER: Final = frozenset(
     用的是 用的 的是 就是 还是 但是 可是 是 的 了 和 与 及 或 或者 以及 把 被 在 里 里面 按 按照
     一个 一份 一段 这个 那个 这些 那些 平常 平时 通常 一般
     现在 之前 以前 当时 那时 时候 上次 那次 这次
+    俺们 俺 咱们 咱 额 自个儿 自个 咋个 咋办 咋弄 咋搞 咋整 咋 么子 啥子 咩 乜 嘅 咗 喺 啲 来着 咯 嘞
     """.split()
 )
 # Common words that contain a filler character (正在, 请求, 了解 …): kept whole.
@@ -66,6 +67,7 @@ ZH_QUERY_KEEP: Final = frozenset(
     正在 存在 在线 所在 实在 在于 请求 申请 邀请 了解 除了 目的 的确 总是 只是 于是 凡是 自我
     公里 里程 按钮 按键 和平 总和 参与 涉及 普及 及时 把握 使用 调用 采用 应用 费用 常用 作用 引用
     通用 可用 有用 实用 专用 信用 性能 功能 能力 可能 智能 能源 技能 检查 查询 调查 审查 排查
+    金额 余额 额度 名额 额外 超额 限额 定额 份额 额头
     """.split()
 )
 
@@ -122,7 +124,7 @@ like, not what, so two notes sharing only these are not about one subject."""
 
 
 NOT_SUBJECT_HAN: Final = frozenset(
-    "我你您他她它们咱的地得了着过是在有和与及就都也还很太又把被让给从到向对不没别那这哪个些每吗呢吧啊呀哦嘛啦咯呗喽哟"
+    "我你您他她它们咱俺的地得了着过是在有和与及就都也还很太又把被让给从到向对不没别那这哪个些每吗呢吧啊呀哦嘛啦咯呗喽哟"
 )
 """Chinese characters of grammar (pronouns, particles, negation, measure): a character pair with
 one of them ("我每", "不去", "那个") names no subject."""
