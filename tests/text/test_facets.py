@@ -76,6 +76,7 @@ from trimem.text.facets import FACETS, facets, owned
         ("下周三要去看牙，帮我写个请假邮件", {"health", "career"}),
         ("明天得去县医院拿药 咋去方便", {"health", "travel"}),  # how to get there
         ("屋企楼下开咗间茶餐厅", {"home", "food", "drink"}),
+        ("we're doing oysters and prawns on the barbie", {"food"}),  # what is eaten
     ],
 )
 def test_everyday_words_name_the_facets(text: str, wanted: set[str]) -> None:

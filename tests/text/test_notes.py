@@ -375,6 +375,9 @@ def test_a_sentence_about_the_chats_rules_is_dropped_and_the_note_beside_it_kept
         "Aoife's allergic to nuts, peanuts and tree nuts both.",
         "DeShawn needs braces, the ortho quoted $5,800.",
         "Scared to death of flying.",
+        # a doctor's orders, and a condition that keeps coming back, are the user's body
+        "doc says cut right back on beer, red meat and shellfish.",
+        "gout's flared up in the big toe again.",
     ],
 )
 def test_the_users_people_and_home_are_notes_without_a_first_person(text: str) -> None:

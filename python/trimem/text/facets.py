@@ -64,7 +64,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "eat|eating|ate|food|meal|dinner|lunch|breakfast|brunch|supper|restaurant|cafe|cook|cooking|recipe|menu|"
         "snack|dish|cuisine|diet|vegetarian|vegan|halal|kosher|gluten|dairy|lactose|pork|beef|chicken|meat|"
         "seafood|fish|shellfish|nut|nuts|peanut|spicy|takeaway|takeout|delivery|catering|grocery|groceries|"
-        "bbq|barbecue|picnic|potluck|sugar|sweets|dessert|cake|bake|baking|bread|fasting|calories|pescatarian|coeliac|celiac|intolerant|intolerance|diabetic|diabetes|cholesterol|salt|keto|carbs|hungry|cilantro|coriander|onion|onions|garlic|mushroom|egg|eggs|milk|cheese|curry|soup|pizza|burger|sandwich|salad|pasta|rice|noodles|taste|tastes|flavour|flavor|grab a bite",
+        "bbq|barbecue|picnic|potluck|sugar|sweets|dessert|cake|bake|baking|bread|fasting|calories|pescatarian|coeliac|celiac|intolerant|intolerance|diabetic|diabetes|cholesterol|salt|keto|carbs|hungry|cilantro|coriander|onion|onions|garlic|mushroom|egg|eggs|milk|cheese|curry|soup|pizza|burger|sandwich|salad|pasta|rice|noodles|taste|tastes|flavour|flavor|grab a bite|"
+        "oyster|oysters|prawn|prawns|shrimp|crab|crabs|lobster|mussels|clams|scallops|sushi|steak|bacon|sausage|buffet|feast|gout",
         "吃|饭|菜|餐|外卖|火锅|烧烤|聚餐|饭店|餐厅|馆子|食|忌口|素|猪肉|牛肉|羊肉|海鲜|辣|甜|糖|内脏|早点|夜宵|"
         "点单|菜谱|下厨|做饭|口味|零食|蛋糕|面包|清真|控糖|减肥|饮食|胃|胃炎|主食|葱|香菜|蒜|馋|饿|吃饭|尿酸|痛风",
     ),

@@ -78,7 +78,7 @@ _EN_WORLD: Final = re.compile(
     r"|(?i:^(?:(?:left|right|bad|dodgy)\s+(?:knee|hip|shoulder|ankle|wrist|elbow|foot|hand|eye|ear)|"
     r"(?:(?:wee|little|lil|big|older|younger|baby|kid)\s+)?(?:sister|brother|sis|bro)|"
     r"mum|mom|mother|dad|father|wife|husband|partner|girlfriend|boyfriend|gf|bf|hubby|fianc[eé]e?|kid|kids|son|"
-    r"daughter|grandma|grandpa|boss|landlord|flatmate|roommate|bank|gym|doctor|dentist|accountant|cat|dog|back|"
+    r"daughter|grandma|grandpa|boss|landlord|flatmate|roommate|bank|gym|doctor|doc|gp|physio|consultant|dentist|accountant|cat|dog|back|"
     r"knee|knees|phone|car|ute|truck|van|bike|laptop|house|flat|shop|farm|garden|job|hours|shift|shifts|rota)(?:'s)?\b)"
     # the subject chat leaves out: "Allergic to penicillin", "Can't stand cilantro", "Not a morning person"
     rf"|(?i:^(?:{_EN_STATE}|not|can't|cannot|"
@@ -129,7 +129,9 @@ _EN_LASTING: Final = re.compile(
     r"mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b"
     # a span of years held up to now ("6 years sober", "married 20 years"), not a time ago or an age
-    r"|\b\d+\s+(?:years?|yrs)\b(?!\s+(?:ago|old|back|before|later|earlier)\b)",
+    r"|\b\d+\s+(?:years?|yrs)\b(?!\s+(?:ago|old|back|before|later|earlier)\b)"
+    # a condition that flares up comes back: "gout's flared up in the big toe again"
+    r"|\b(?:flared|flaring|flares|flare)\s+up\b",
     re.I,
 )
 _ZH_LASTING: Final = re.compile(
