@@ -977,6 +977,25 @@ def test_a_change_replaces_the_note_it_shares_the_rarer_word_with() -> None:
     assert len(current) == len(said)
 
 
+@pytest.mark.parametrize(
+    ("old", "change", "replaces"),
+    [
+        # a kin both name, and nothing of their life both are about: news of the one, not a change
+        ("我女儿在上海读大学，学的是金融", "女儿给我买了个按摩椅，说是孝敬我的", False),
+        # with a part of life both are about (work, home), the same kin is what changed
+        ("我儿子在深圳上班", "儿子换工作了，现在在广州上班", True),
+        ("My son lives in Leeds with his wife", "My son moved to York last month", True),
+    ],
+)
+def test_a_kin_named_in_both_is_a_subject_only_with_a_part_of_life_both_are_about(
+    old: str, change: str, replaces: bool
+) -> None:
+    from trimem.text.script import prepare_text
+
+    replaced, _ = _after_a_change([old], change)
+    assert replaced == ([prepare_text(old)] if replaces else [])
+
+
 def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None:
     """ "We sold the guesthouse! … Ana is glad I have time for her" shares one word with the
     guesthouse note and one with Ana's: the one beside "sold" names what changed."""

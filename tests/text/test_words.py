@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trimem.text.words import instruction_spans, keywords, mask, name_words, trim_punctuation
+from trimem.text.words import instruction_spans, keywords, kin_words, mask, name_words, trim_punctuation
 
 
 def test_keywords() -> None:
@@ -27,6 +27,17 @@ def test_dialect_pronouns_and_question_words_are_filler() -> None:
     assert keywords("男朋友生日送咩好", lowercase=True) == ["男朋友生日送", "好"]
     # a word that holds such a character stays whole
     assert keywords("查一下账户余额和额度", lowercase=True) == ["账户余额", "额度"]
+
+
+def test_kin_words_name_people_by_kinship_only() -> None:
+    assert kin_words("My son Tom and his wife live in Leeds; my mother-in-law visits.") == [
+        "son",
+        "wife",
+        "mother-in-law",
+    ]
+    assert kin_words("俺闺女给老伴买了个手机") == ["闺女", "老伴"]
+    # a word that holds a kin word is not one ("Johnson", "parenthood"), nor is a name
+    assert kin_words("Johnson's parenthood podcast with Isla") == []
 
 
 def test_instructions_are_masked() -> None:

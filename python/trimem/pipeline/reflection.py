@@ -30,7 +30,7 @@ from trimem.text.facets import ONE_AT_A_TIME, OWNED_KINDS, facets, owned
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
 from trimem.text.notes import change_clauses, states_change, what_was_said
 from trimem.text.stopwords import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, QUERY_STOPWORDS
-from trimem.text.words import name_words, small_words
+from trimem.text.words import kin_words, name_words, small_words
 
 if TYPE_CHECKING:
     from trimem._backend import Backend
@@ -162,7 +162,19 @@ class Reflection:
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
         common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
         words = frozenset(t for t in subject_words(said) if _base(t) not in common)
-        bases = {key: {_base(t) for t in words & ws} for key, ws in held_words.items()}
+        # the part of life both are about (home, work, getting around) breaks a tie of words:
+        # "Moved out of the Obs house!" is about "I live in a house share", not "a gig in Obs"
+        told_facets = facets(said)
+        held_facets = {key: facets(value) & told_facets for key, value in held.items()}
+        # a kin both name is a subject of theirs only with a part of their life both are about:
+        # "儿子给买了个华为手机" is not about "儿子在青岛开出租", nor "my daughter starts school"
+        # about "my daughter is mad about dinosaurs"; "mum's moved to York" is about "mum lives in Leeds"
+        kin = _kin_bases(said)
+        bases = {
+            key: {_base(t) for t in words & ws}
+            - (set() if held_facets[key] - _KIN_FACETS else kin & _kin_bases(held[key]))
+            for key, ws in held_words.items()
+        }
         # what changed is named beside the word that tells the change: a word said elsewhere in
         # the message counts half ("民宿转出去了…顺便卖阿金的扎染" is about the 民宿, not 阿金)
         # (a headline naming nothing, "搬家啦！", leaves it to every clause that tells the change)
@@ -178,10 +190,6 @@ class Reflection:
         # a word fewer notes share names the subject more surely: "Punggol" (one note) over
         # "Charmaine" (three)
         weight = {w: (1.0 if w in focus or not focus else 0.5) / counts[w] for b in bases.values() for w in b}
-        # the part of life both are about (home, work, getting around) breaks a tie of words:
-        # "Moved out of the Obs house!" is about "I live in a house share", not "a gig in Obs"
-        told_facets = facets(said)
-        held_facets = {key: facets(value) & told_facets for key, value in held.items()}
         f_counts = Counter(f for fs in held_facets.values() for f in fs)
         score = {
             key: sum(weight[w] for w in bases[key])
@@ -219,6 +227,8 @@ class Reflection:
 _NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORDS)}", stem=True))
 
 
+_KIN_FACETS: Final = frozenset({"family", "people"})  # the parts of life that are who, not what
+
 _NAME: Final = "\x01"  # marks the term of a word of a name
 
 
@@ -228,6 +238,13 @@ def _stems(words: list[str]) -> set[str]:
 
 def _base(term: str) -> str:
     return term.lstrip(_NAME)
+
+
+def _kin_bases(text: str) -> set[str]:
+    """The subject terms (as :func:`_base` reads them) of the words of `text` that name someone
+    by kinship (:func:`trimem.text.words.kin_words`)."""
+    kin = kin_words(text)
+    return {_base(t) for t in subject_words(" ".join(kin))} if kin else set()
 
 
 def subject_words(text: str) -> frozenset[str]:

@@ -20,7 +20,7 @@ from typing import Final
 from trimem.text.script import CJK_RANGE, LATIN_END, LATIN_START
 from trimem.text.stopwords import QUERY_STOPWORDS, ZH_QUERY_FILLER, ZH_QUERY_KEEP
 
-__all__ = ["instruction_spans", "keywords", "mask", "name_words", "small_words", "trim_punctuation"]
+__all__ = ["instruction_spans", "keywords", "kin_words", "mask", "name_words", "small_words", "trim_punctuation"]
 
 _W: Final = rf"[^\W{CJK_RANGE}]"  # a word character that is not CJK
 # CJK runs, or words kept whole with inner dots, dashes, slashes, colons (node.js, start-up, c++, host:8080)
@@ -114,6 +114,28 @@ def name_words(text: str) -> list[str]:
     ['Barton', 'Springs', 'Mill']
     """
     return _NAME_WORD.findall(text)
+
+
+# People of one's life by how they are kin to one ("my daughter", "俺闺女", "老伴")
+_KIN: Final = re.compile(
+    r"\b(?:mother-in-law|father-in-law|daughter-in-law|son-in-law|in-laws|wife|husband|partner|fianc[eé]e?|girlfriend|boyfriend|son|sons|daughter|daughters|kid|kids|child|"
+    r"children|stepson|stepdaughter|mum|mom|mother|dad|father|parents|sister|brother|sibling|grandson|"
+    r"granddaughter|grandkid|grandkids|grandchildren|grandma|grandmother|grandpa|grandfather|niece|nephew|"
+    r"cousin|aunt|uncle|hubby|missus)\b"
+    r"|老婆|媳妇|老公|爱人|儿子|女儿|闺女|孩子|妈妈|爸爸|老妈|老爸|爹妈|爸妈|父母|妹妹|弟弟|姐姐|哥哥|奶奶|爷爷|外婆|外公|"
+    r"姥姥|姥爷|婆婆|公公|岳母|岳父|孙子|孙女|外孙|外孙女|老伴|老头|老太",
+    re.I,
+)
+
+
+def kin_words(text: str) -> list[str]:
+    """The words of `text` that name someone by how they are kin to the speaker ("daughter",
+    "闺女"): two notes sharing only these are about someone, not about one subject of theirs.
+
+    >>> kin_words("My daughter Isla started nursery."), kin_words("儿子给买了个华为手机")
+    (['daughter'], ['儿子'])
+    """
+    return [m.group() for m in _KIN.finditer(text)]
 
 
 def small_words(text: str) -> list[str] | None:
