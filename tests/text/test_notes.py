@@ -378,6 +378,10 @@ def test_a_sentence_about_the_chats_rules_is_dropped_and_the_note_beside_it_kept
         # a doctor's orders, and a condition that keeps coming back, are the user's body
         "doc says cut right back on beer, red meat and shellfish.",
         "gout's flared up in the big toe again.",
+        # a span of years spelled out holds up to now; a post got, a house closed on, are changes
+        "I fished cod and crab for forty-one years.",
+        "Got the Band 6 post in the cardiac day unit at Glenfield!",
+        "CLOSED on a house in webb city!!!",
     ],
 )
 def test_the_users_people_and_home_are_notes_without_a_first_person(text: str) -> None:

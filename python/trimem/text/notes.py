@@ -129,7 +129,9 @@ _EN_LASTING: Final = re.compile(
     r"mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|"
     rf"weekends|mornings|evenings|nights|since|agreed|decided|settled|{_EN_NOW})\b"
     # a span of years held up to now ("6 years sober", "married 20 years"), not a time ago or an age
-    r"|\b\d+\s+(?:years?|yrs)\b(?!\s+(?:ago|old|back|before|later|earlier)\b)"
+    r"|\b(?:\d+|(?:(?:twenty|thirty|forty|fifty|sixty|seventy)(?:[\s-](?:one|two|three|four|five|six|seven|eight|nine))?"
+    r"|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+    r"eighteen|nineteen))\s+(?:years?|yrs)\b(?!\s+(?:ago|old|back|before|later|earlier)\b)"
     # a condition that flares up comes back: "gout's flared up in the big toe again"
     r"|\b(?:flared|flaring|flares|flare)\s+up\b",
     re.I,
@@ -148,6 +150,8 @@ _EN_ACQUIRED: Final = (
     r"car|van|truck|bike|motorbike|"
     r"scooter|ev|boat|caravan|camper|puppy|kitten|dog|cat)\b|picked\s+up\s+(?:a|an)\s+(?:used|second-hand)|"
     r"took\s+(?:a|an|the|up\s+a)\s+(?:[\w-]+\s+){0,3}?(?:job|role|position|post|offer)|"
+    # a home bought as the sale completes: "closed on a house in Webb City"
+    r"closed\s+on\s+(?:a|an|the|our|my)\s+(?:[\w-]+\s+){0,2}?(?:house|home|flat|apartment|condo|place|property)|"
     r"got\s+(?:a|an|our|my)\s+(?:new|used|second-hand|secondhand|refurbished)|got\s+(?:married|engaged|divorced)|diagnosed|"
     r"had\s+(?:a\s+baby|twins|triplets|(?:a|her|his|their)\s+(?:first\s+)?(?:baby|son|daughter|boy|girl))|"
     r"(?:bought|picked\s+up|got)\s+(?:a|an|my|our)\s+(?:(?:new|used|second-hand|secondhand|refurbished)\s+)?"
@@ -159,7 +163,8 @@ _EN_CHANGE: Final = re.compile(
     # ("a retired botany professor" says what someone is, not that anything changed)
     r"(?<!\ba\s)(?<!\ban\s)\b(?:switched|moved|changed|migrated|replaced|started|starts|starting|stopped|quit|gave\s+up|given\s+up|became|"
     r"converted|transferred|relocated|promoted|hired|resigned|retired|stepped\s+(?:down|back)|"
-    r"(?:handed|put|gave)\s+(?:in\s+)?(?:my|our|his|her)\s+notice|got\s+the\s+(?:job|position|role|promotion|place)|"
+    r"(?:handed|put|gave)\s+(?:in\s+)?(?:my|our|his|her)\s+notice|"
+    r"got\s+the\s+(?:[\w-]+\s+){0,3}?(?:job|position|role|promotion|place|post|contract)\b|"
     rf"pushed|postponed|cancelled|canceled|passed\s+away|died|(?:be|been|was|were|got)\s+put\s+(?:down|to\s+sleep)|"
     rf"{_EN_NOW})\b|{_EN_ACQUIRED}"
     # a regime someone set: "the vet put Juno on a grain-free food", "took me off statins", "made me drop caffeine"
