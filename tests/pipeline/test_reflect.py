@@ -936,13 +936,14 @@ def test_an_everyday_verb_is_no_subject() -> None:
     assert "公园" in subject_words("现在礼拜天早上去公园")
 
 
-def _after_a_change(said: list[str], change: str) -> tuple[list[str], list[str]]:
-    """Notes told a day apart, then `change` three months on, each reflected (no embedder: words
-    only): the values the change's fact replaced, oldest first, and every current value."""
+def _after_a_change(said: list[str], change: str, *, embedder: str | None = None) -> tuple[list[str], list[str]]:
+    """Notes told a day apart, then `change` three months on, each reflected (no embedder by
+    default: words only): the values the change's fact replaced, oldest first, and every current
+    value."""
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
-    mem = Memory(embedder=None)
+    mem = Memory(embedder=embedder)
     for i, text in enumerate(said):
         mem.retain(text, user_id="u", timestamp=t0 + timedelta(i))
     mem.reflect(user_id="u")
@@ -994,6 +995,42 @@ def test_a_kin_named_in_both_is_a_subject_only_with_a_part_of_life_both_are_abou
 
     replaced, _ = _after_a_change([old], change)
     assert replaced == ([prepare_text(old)] if replaces else [])
+
+
+@pytest.mark.parametrize(
+    ("said", "change"),
+    [
+        # someone else's change replaces no note of the user's own ("苏州" shared), and no note of
+        # theirs that only names them: their name tells none of their notes from another
+        (["我在苏州一家纺织厂做会计，前年退下来了", "儿子喜欢打篮球"], "儿子辞职回苏州了，在园区一家银行上班"),
+        (["I'm an ICU staff nurse at the Royal, mostly on nights.", "Jobin's mother stays with us six months every year."],
+         "Jobin changed jobs, he is now at a software company in the city centre."),
+        (["I'm allergic to latex.", "Aoife's allergic to nuts, she carries an EpiPen."], "Aoife got a Thermomix for her 40th"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("embedder", [None, "hashing"])
+def test_someone_elses_change_replaces_only_what_was_said_of_them(
+    said: list[str], change: str, embedder: str | None
+) -> None:
+    from trimem.text.script import prepare_text
+
+    replaced, current = _after_a_change(said, change, embedder=embedder)
+    assert replaced == []
+    assert {prepare_text(t) for t in said} <= set(current)
+
+
+def test_someone_elses_change_of_situation_replaces_theirs() -> None:
+    """ "Jobin changed jobs" is about what Jobin does for work, named by kin or by name."""
+    from trimem.text.script import prepare_text
+
+    own, of_them = (
+        "I'm an ICU staff nurse at the Royal, mostly on nights.",
+        "My husband Jobin works in IT support in Loughborough.",
+    )
+    replaced, current = _after_a_change(
+        [own, of_them], "Jobin changed jobs, he is now at a software company.", embedder="hashing"
+    )
+    assert replaced == [prepare_text(of_them)] and prepare_text(own) in current
 
 
 def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None:

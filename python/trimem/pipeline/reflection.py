@@ -30,6 +30,7 @@ from trimem.text.facets import ONE_AT_A_TIME, OWNED_KINDS, facets, owned
 from trimem.text.keys import NOTE_PREFIX, fact_text, is_known_key, is_note_key, note_key
 from trimem.text.notes import change_clauses, states_change, what_was_said
 from trimem.text.stopwords import NOT_SUBJECT_HAN, NOT_SUBJECT_WORDS, QUERY_STOPWORDS
+from trimem.text.whose import mentions, told_of
 from trimem.text.words import kin_words, name_words, small_words
 
 if TYPE_CHECKING:
@@ -157,6 +158,12 @@ class Reflection:
         named = sorted(kinds.intersection(of_kind))
         if named or len(of_kind) == 1:
             return named[0] if named else of_kind[0]
+        # someone else's change ("Jobin changed jobs", "儿子辞职了") replaces only what was said of them
+        # (the others are still read for how common a word is and how near in meaning)
+        whose = told_of(changed or said, held.values())
+        mine = [key for key, value in held.items() if whose is None or any(mentions(value, w) for w in whose)]
+        if not mine:
+            return None
         held_words = {key: subject_words(value) for key, value in held.items()}
         # a word many of the user's notes share ("公司", "work") names no one subject
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
@@ -170,8 +177,11 @@ class Reflection:
         # "儿子给买了个华为手机" is not about "儿子在青岛开出租", nor "my daughter starts school"
         # about "my daughter is mad about dinosaurs"; "mum's moved to York" is about "mum lives in Leeds"
         kin = _kin_bases(said)
+        # and once whose change it is is known, their name tells none of their notes from another
+        who = {_base(t) for t in subject_words(" ".join(whose))} if whose else set()
         bases = {
             key: {_base(t) for t in words & ws}
+            - who
             - (set() if held_facets[key] - _KIN_FACETS else kin & _kin_bases(held[key]))
             for key, ws in held_words.items()
         }
@@ -197,7 +207,10 @@ class Reflection:
             + cosine.get(key, 0.0)
             for key in held
         }
-        best = max(held, key=lambda key: (score[key], key))
+        # someone else's change about a part of their situation (home, work, car) that one note
+        # of theirs is about, too, is about that one: "Mum's moved to York" and "mum lives in Leeds"
+        theirs = [key for key in mine if held_facets[key] & _SITUATION] if whose else []
+        best = theirs[0] if len(theirs) == 1 else max(mine, key=lambda key: (score[key], key))
         reads = bool(cosine) and self._facts.reads(text)
         near = cosine.get(best, 0.0)
         by_meaning = reads and near >= self._facts.same_subject_cosine
@@ -215,7 +228,9 @@ class Reflection:
             and near == max(cosine.values())
             and any(f_counts[f] == 1 for f in held_facets[best] & ONE_AT_A_TIME)
         )
-        tied = sum(1 for key in held if score[key] == score[best]) > 1  # ambiguous: replace nothing
+        if len(theirs) == 1:
+            return best
+        tied = sum(1 for key in mine if score[key] == score[best]) > 1  # ambiguous: replace nothing
         return best if (by_words or by_meaning or by_part) and not tied else None
 
     def pending(self) -> list[tuple[str, str]]:
@@ -228,6 +243,8 @@ _NOT_SUBJECT = frozenset(tokenize(f"{NOT_SUBJECT_WORDS} {' '.join(QUERY_STOPWORD
 
 
 _KIN_FACETS: Final = frozenset({"family", "people"})  # the parts of life that are who, not what
+# the parts of one's situation a change replaces: where one lives, works, studies, what one drives
+_SITUATION: Final = frozenset({"home", "career", "trade", "study", "vehicle"})
 
 _NAME: Final = "\x01"  # marks the term of a word of a name
 

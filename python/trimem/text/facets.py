@@ -137,7 +137,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "career": (
         "career|profession|job|jobs|role|position|occupation|promotion|promoted|employer|hired|full-time|"
-        "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|"
+        "part-time|freelance|freelancer|self-employed|retired|retirement|linkedin|resume|cv|bio|headline|employed|"
+        "works at|works in|works for|works as|working at|working as|"
         f"cover letter|portfolio|interview|internship|shift|shifts|rota|overtime|workplace|on call|{OCCUPATIONS}|"
         # (whether one is free for something is a question of one's hours of work)
         "am i free|actually free|be free|say yes|commit to|can i make it|work schedule|my schedule|"
@@ -204,7 +205,8 @@ FACETS: Final[Mapping[str, tuple[str, str]]] = {
         "car|cars|van|truck|suv|pickup|minivan|hatchback|sedan|motorbike|motorcycle|drive|driving|drove|"
         f"licence|license|parking|mileage|petrol|diesel|fuel|tyres|tires|brakes|dealer|dealership|{MAKES}|"
         # (how far a trip is each way, and filling up or charging on the road, ask of the car)
-        "estate|wagon|ev|hybrid|charging|charger|mpg|gas|fill up|each way",
+        "estate|wagon|ev|hybrid|charging|charger|mpg|gas|fill up|each way|transmission|gearbox|clutch|engine|mechanic|"
+        "odometer|radiator|timing belt",
         f"开车|车子|车位|停车|加油|充电桩|油车|电车|新车|旧车|老车|二手车|自驾|驾照|代步|辆|续航|油耗|充电|加油站|"
         f"{_ZH_CAR_MAKES}",
     ),

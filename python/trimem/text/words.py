@@ -123,7 +123,7 @@ _KIN: Final = re.compile(
     r"granddaughter|grandkid|grandkids|grandchildren|grandma|grandmother|grandpa|grandfather|niece|nephew|"
     r"cousin|aunt|uncle|hubby|missus)\b"
     r"|老婆|媳妇|老公|爱人|儿子|女儿|闺女|孩子|妈妈|爸爸|老妈|老爸|爹妈|爸妈|父母|妹妹|弟弟|姐姐|哥哥|奶奶|爷爷|外婆|外公|"
-    r"姥姥|姥爷|婆婆|公公|岳母|岳父|孙子|孙女|外孙|外孙女|老伴|老头|老太",
+    r"姥姥|姥爷|婆婆|公公|岳母|岳父|孙子|孙女|外孙女|外孙|老伴|老头子|老头|老太太|老太",
     re.I,
 )
 
