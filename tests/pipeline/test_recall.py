@@ -312,6 +312,26 @@ def test_a_replaced_value_is_dated_once_when_it_ended_the_day_the_new_one_began(
     assert line == "- city: York (since 2026-11-15; was: Leeds)"
 
 
+def test_a_replaced_value_is_shown_as_long_as_its_tokens_allow_in_any_script() -> None:
+    """A superseded value is cut at ``_HISTORY_CHARS`` letters' worth, a Han character worth what
+    it costs in tokens beside a letter: 120 letters of English, 15 characters of Chinese."""
+    from trimem.pipeline.bundle import _HAN_ROOM, _HISTORY_CHARS
+
+    old_zh = "俺在栖霞种了一辈子苹果，十二亩红富士，今年六十六了，儿子叫俺别干了"
+    old_en = "I grew apples in Qixia all my life, twelve mu of Red Fuji, sixty-six this year, and my son says stop."
+    mem = Memory(embedder="hashing")
+    for key, old, new in [("farm_zh", old_zh, "地包出去了"), ("farm_en", old_en, "Leased the land out")]:
+        mem.facts.set(key, old, user_id="u1", at=NOW - timedelta(days=90))
+        mem.facts.set(key, new, user_id="u1", at=NOW - timedelta(days=10))
+    lines = mem.recall("苹果 apples", user_id="u1", now=NOW).render().splitlines()
+    zh = next(x for x in lines if x.startswith("- farm_zh"))
+    en = next(x for x in lines if x.startswith("- farm_en"))
+    shown_zh = zh.split("was: ")[1]
+    assert shown_zh.startswith(old_zh[:10]) and shown_zh.endswith("…)")
+    assert len(shown_zh) - 2 == _HISTORY_CHARS // _HAN_ROOM - 1
+    assert f"was: {old_en})" in en  # under the room: whole
+
+
 def test_a_lasting_note_is_shown_without_a_date_and_a_change_with_one() -> None:
     """When a change happened tells the newer of two notes; a lasting state's date spends the
     budget on nothing."""

@@ -35,6 +35,18 @@ SECTION_TITLES = {
 WEAK_PROFILE = "### Weak matches (the user said these; they may not bear on this request)"
 _WEAK = "(weak match) "
 _HISTORY_CHARS = 120  # a superseded value is shown this long at most
+_HAN_ROOM = 8
+
+
+def _clipped(text: str, room: int) -> str:
+    """`text` cut to `room` Latin characters' worth (a Han character takes ``_HAN_ROOM``: what it
+    costs in tokens beside a letter), an ellipsis marking a cut."""
+    used = 0
+    for i, ch in enumerate(text):
+        used += _HAN_ROOM if "\u4e00" <= ch <= "\u9fff" else 1
+        if used > room:
+            return f"{text[: max(i - 1, 0)]}…"
+    return text
 
 
 def _replaced(f: Fact) -> list[FactVersion]:
@@ -117,11 +129,7 @@ class RecallBundle:
         was = ""
         if before:
             old = before[-1]
-            shown = (
-                old.value
-                if old.value is not None and len(old.value) <= _HISTORY_CHARS
-                else f"{(old.value or '')[: _HISTORY_CHARS - 1]}…"
-            )
+            shown = _clipped(old.value or "", _HISTORY_CHARS)
             until = day(old.valid_to or f.updated_at)
             # the day the current value is dated is the day the old one ended: said once
             was = f"; was: {shown}" if until == day(f.updated_at) else f"; was: {shown} until {until}"
