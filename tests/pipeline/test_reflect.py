@@ -1033,6 +1033,16 @@ def test_someone_elses_change_of_situation_replaces_theirs() -> None:
     assert replaced == [prepare_text(of_them)] and prepare_text(own) in current
 
 
+def test_a_word_shared_only_outside_what_changed_is_not_the_subject() -> None:
+    """ "最近开始跑步了，目标是明年在合肥跑个半马" shares "合肥" with the stipend note, but only in what
+    follows the change: running started, the stipend did not change."""
+    from trimem.text.script import prepare_text
+
+    stipend = "博士补贴加助研一个月到手大概四千二，在合肥还算够花"
+    replaced, current = _after_a_change([stipend, "我是四川绵阳人"], "最近开始跑步了，目标是明年在合肥马拉松跑个半马")
+    assert replaced == [] and prepare_text(stipend) in current
+
+
 def test_a_change_is_about_what_it_names_beside_the_word_that_tells_it() -> None:
     """ "We sold the guesthouse! … Ana is glad I have time for her" shares one word with the
     guesthouse note and one with Ana's: the one beside "sold" names what changed."""

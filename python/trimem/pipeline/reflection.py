@@ -217,7 +217,11 @@ class Reflection:
         # words shared with a note that meaning calls unrelated, and that is not the nearest
         # note in meaning either, are everyday words, not the subject
         unrelated = reads and near < self._facts.unrelated_cosine and near < max(cosine.values())
-        by_words = shared[best] >= words_needed and not unrelated
+        # (a word shared only outside the clauses that tell the change is not what changed, unless
+        # both are about one part of one's situation: "开始跑步了，目标是在合肥跑个半马" is not about
+        # "补贴一个月四千二，在合肥还算够花"; "搬家了，现在住亦庄，离公司近了" is about "我住回龙观，到公司…")
+        in_focus = bool(bases[best] & focus) or not focus or bool(held_facets[best] & _SITUATION)
+        by_words = shared[best] >= words_needed and in_focus and not unrelated
         # the one note on the part of life the change is about (one where a change replaces what
         # held: not health), and the nearest in meaning: "调岗了！现在…常白班" is about "我在重庆
         # 开轻轨，倒班", though no word is shared
