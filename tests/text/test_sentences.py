@@ -31,6 +31,9 @@ def test_clauses_keep_a_lead_in_with_what_follows() -> None:
     assert clauses("I use Vim and Emacs") == ["I use Vim and Emacs"]  # "and" before a name joins
     assert clauses("以后,我们都用Go") == ["以后, 我们都用Go"]
     assert clauses("我用Rust,因为它快") == ["我用Rust", "它快"]
+    # a comma inside a number ends no clause; one between numbers does
+    assert clauses("My rent is $1,850 a month, bills included") == ["My rent is $1,850 a month", "bills included"]
+    assert clauses("I have 2 cats,3 dogs") == ["I have 2 cats", "3 dogs"]
 
 
 def test_what_changes_what_a_clause_asserts() -> None:

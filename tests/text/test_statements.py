@@ -48,6 +48,9 @@ def test_a_bare_favourite_names_no_key() -> None:
         ("用户偏好：深色模式", [("set", "preference", "深色模式", "fact")]),
         ("端口是 6379", [("set", "端口", "6379", "fact")]),
         ("我叫李雷", [("set", "name", "李雷", "fact")]),
+        # a number's thousands stay with it
+        ("My rent is $1,850 a month.", [("set", "rent", "$1,850 a month", "fact")]),
+        ("我的房租是每月3,500元", [("set", "房租", "每月3,500元", "fact")]),
     ],
 )
 def test_readings(text: str, expected: list[Reading]) -> None:
