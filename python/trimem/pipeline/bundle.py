@@ -21,6 +21,7 @@ from trimem.records import Fact, FactVersion, RecalledEpisode, RecalledKnowledge
 from trimem.rewrite import MemoryIntent
 from trimem.text.keys import is_note_key
 from trimem.text.notes import states_change
+from trimem.text.script import is_han
 from trimem.timeutil import from_micros
 
 __all__ = ["WEAK_PROFILE", "RecallBundle"]
@@ -43,7 +44,7 @@ def _clipped(text: str, room: int) -> str:
     costs in tokens beside a letter), an ellipsis marking a cut."""
     used = 0
     for i, ch in enumerate(text):
-        used += _HAN_ROOM if "\u4e00" <= ch <= "\u9fff" else 1
+        used += _HAN_ROOM if is_han(ch) else 1
         if used > room:
             return f"{text[: max(i - 1, 0)]}…"
     return text

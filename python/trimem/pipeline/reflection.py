@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -164,25 +164,30 @@ class Reflection:
         mine = [key for key, value in held.items() if whose is None or any(mentions(value, w) for w in whose)]
         if not mine:
             return None
+        # the part of life both are about (home, work, getting around) breaks a tie of words:
+        # "Moved out of the Obs house!" is about "I live in a house share", not "a gig in Obs"
+        told_facets = facets(said)
+        held_facets = {key: facets(value) & told_facets for key, value in held.items()}
+        # someone else's change about a part of their situation (home, work, car) that one note
+        # of theirs is about, too, is about that one: "Mum's moved to York" and "mum lives in Leeds"
+        theirs = [key for key in mine if held_facets[key] & _SITUATION] if whose else []
+        if len(theirs) == 1:
+            return theirs[0]
         held_words = {key: subject_words(value) for key, value in held.items()}
         # a word many of the user's notes share ("公司", "work") names no one subject
         counts = Counter(w for ws in held_words.values() for w in {_base(t) for t in ws})
         common = {w for w, n in counts.items() if n > max(2, len(held) // 4)}
         words = frozenset(t for t in subject_words(said) if _base(t) not in common)
-        # the part of life both are about (home, work, getting around) breaks a tie of words:
-        # "Moved out of the Obs house!" is about "I live in a house share", not "a gig in Obs"
-        told_facets = facets(said)
-        held_facets = {key: facets(value) & told_facets for key, value in held.items()}
         # a kin both name is a subject of theirs only with a part of their life both are about:
         # "儿子给买了个华为手机" is not about "儿子在青岛开出租", nor "my daughter starts school"
         # about "my daughter is mad about dinosaurs"; "mum's moved to York" is about "mum lives in Leeds"
-        kin = _kin_bases(said)
+        kin = _bases_of(kin_words(said))
         # and once whose change it is is known, their name tells none of their notes from another
-        who = {_base(t) for t in subject_words(" ".join(whose))} if whose else set()
+        who = _bases_of(whose or ())
         bases = {
             key: {_base(t) for t in words & ws}
             - who
-            - (set() if held_facets[key] - _KIN_FACETS else kin & _kin_bases(held[key]))
+            - (set() if held_facets[key] - _KIN_FACETS else kin & _bases_of(kin_words(held[key])))
             for key, ws in held_words.items()
         }
         # what changed is named beside the word that tells the change: a word said elsewhere in
@@ -207,10 +212,7 @@ class Reflection:
             + cosine.get(key, 0.0)
             for key in held
         }
-        # someone else's change about a part of their situation (home, work, car) that one note
-        # of theirs is about, too, is about that one: "Mum's moved to York" and "mum lives in Leeds"
-        theirs = [key for key in mine if held_facets[key] & _SITUATION] if whose else []
-        best = theirs[0] if len(theirs) == 1 else max(mine, key=lambda key: (score[key], key))
+        best = max(mine, key=lambda key: (score[key], key))
         reads = bool(cosine) and self._facts.reads(text)
         near = cosine.get(best, 0.0)
         by_meaning = reads and near >= self._facts.same_subject_cosine
@@ -232,8 +234,6 @@ class Reflection:
             and near == max(cosine.values())
             and any(f_counts[f] == 1 for f in held_facets[best] & ONE_AT_A_TIME)
         )
-        if len(theirs) == 1:
-            return best
         tied = sum(1 for key in mine if score[key] == score[best]) > 1  # ambiguous: replace nothing
         return best if (by_words or by_meaning or by_part) and not tied else None
 
@@ -261,11 +261,10 @@ def _base(term: str) -> str:
     return term.lstrip(_NAME)
 
 
-def _kin_bases(text: str) -> set[str]:
-    """The subject terms (as :func:`_base` reads them) of the words of `text` that name someone
-    by kinship (:func:`trimem.text.words.kin_words`)."""
-    kin = kin_words(text)
-    return {_base(t) for t in subject_words(" ".join(kin))} if kin else set()
+def _bases_of(words: Sequence[str]) -> set[str]:
+    """The subject terms of `words` (as :func:`_base` reads them): of the kin or the person a
+    text names, to be left out of what two notes share."""
+    return {_base(t) for t in subject_words(" ".join(words))} if words else set()
 
 
 def subject_words(text: str) -> frozenset[str]:

@@ -19,6 +19,7 @@ __all__ = [
     "HAN_RANGE",
     "LATIN_END",
     "LATIN_START",
+    "SEPARATING_COMMA",
     "WORD",
     "Language",
     "QueryLanguage",
@@ -45,6 +46,10 @@ HAN_CHAR: Final = re.compile(f"[{HAN_RANGE}]")
 
 WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+")
 """An English word (apostrophes and hyphens inside) or a number: how the readers count words."""
+
+SEPARATING_COMMA: Final = r",(?!(?<=\d,)\d{3}(?!\d))"
+"""A comma that separates clauses or items, as a pattern to build on: not the one inside a number
+("$1,850", "3,500元")."""
 
 Language = Literal["en", "zh"]
 QueryLanguage = Literal["en", "zh", "mixed"]

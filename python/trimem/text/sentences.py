@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
+from trimem.text.script import SEPARATING_COMMA
+
 __all__ = [
     "Sentence",
     "clauses",
@@ -33,7 +35,7 @@ _END_DOT: Final = "".join(rf"(?<!\b{t}\.)" for t in ("Dr", "Mr", "Ms", "Mrs", "P
 _SENTENCE_SPLIT: Final = re.compile(rf"((?=[。!?.\n])(?:[。!?]+|\.{_END_DOT}(?=\s|$)|\n+))")
 _SENTENCE_END: Final = re.compile(rf"(?=[!?.。\n])(?:[!?](?=\s|$)|\.{_END_DOT}(?=\s|$)|[。!?\n])")
 _CLAUSE_SPLIT: Final = re.compile(
-    r"\s*(?:;|,(?!(?<=\d,)\d{3}(?!\d)))\s*"  # (not the comma inside "$1,850")
+    rf"\s*(?:;|{SEPARATING_COMMA})\s*"
     r"|\s+(?:and|also|then|plus)\s+(?=(?:my|i|i'm|im|i've|we|we're|we've|our|let's|let\s+us|"
     r"please|set|switch|change|from\s+now\s+on|the\s+team)\b)"
     r"|\s+(?:but|because|since|so\s+that|due\s+to|as\s+it|as\s+they|given\s+that|although|though|"

@@ -15,7 +15,7 @@ import re
 from typing import Final
 
 from trimem.text.products import ALL_CATEGORIES, CATEGORY_KEY, KEY_CATEGORY, canonical_value, known_prefix
-from trimem.text.script import has_han
+from trimem.text.script import SEPARATING_COMMA, has_han
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -62,17 +62,15 @@ _STATE_WORDS: Final = frozenset(
     "坏了 挂了 很慢 好了 完了 没了 不行 可以 对的 错的 好的 坏的 不错 挺好 一般 还行".split()
 )
 # Where a value ends when a shape reads to the end of a sentence: the next clause.
-# (a comma inside a number, "$1,850", "3,500元", ends nothing)
-_NOT_IN_NUMBER: Final = r"(?!(?<=\d,)\d{3}(?!\d))"
 _VALUE_END: Final = re.compile(
-    rf"\s*(?:;|,\s|\.\s|\s(?:and|but|because|so|which|though|although)\s|,{_NOT_IN_NUMBER}|[;。]|并且|而且|但是|因为|所以)",
+    rf"\s*(?:;|,\s|\.\s|\s(?:and|but|because|so|which|though|although)\s|{SEPARATING_COMMA}|[;。]|并且|而且|但是|因为|所以)",
     re.I,
 )
 # An identifier rather than a description: a URL, e-mail, number, path, version, capitalised
 # name, quoted string, acronym or camelCase; in Chinese any Latin letter or digit.
 _IDENTIFIER: Final = re.compile(r"https?://|\S@\S+\.\w|\d|[/\\]|^[A-Z\"'`]|^\S*[A-Z]{2}|^[a-z]+[A-Z]")
 _LATIN_OR_DIGIT: Final = re.compile(r"[A-Za-z0-9]")
-_LIST_SPLIT: Final = re.compile(rf"\s*(?:,{_NOT_IN_NUMBER}|、|\band\b|\bplus\b|和|以及|还有)\s*")
+_LIST_SPLIT: Final = re.compile(rf"\s*(?:{SEPARATING_COMMA}|、|\band\b|\bplus\b|和|以及|还有)\s*")
 _ARTICLE: Final = re.compile(r"^(?:the|a|an)\s+", re.I)
 
 

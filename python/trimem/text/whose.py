@@ -33,6 +33,8 @@ _EN_OPENING_NAME: Final = re.compile(
     r"(?!\s+(?i:the|a|an|my|our|his|her|their|its|it|them|me|us|this|that|these|those|some)\b)"
 )
 _ZH_OWN: Final = re.compile(r"^(?:我|俺|咱)(?:的|家)?")
+# "wife Aoife", "my son, Tom": who someone named is to the user
+_EN_KIN_NAME: Final = re.compile(r"\b([a-z][\w-]+),?\s+([A-Z][^\W\d_]+)")
 
 
 def told_of(change: str, notes: Iterable[str]) -> tuple[str, ...] | None:
@@ -69,10 +71,6 @@ def told_of(change: str, notes: Iterable[str]) -> tuple[str, ...] | None:
     pairs = [(kin, name) for t in notes for kin, name in _EN_KIN_NAME.findall(t) if kin_words(kin) == [kin]]
     also = {w for kin, name in pairs if {kin.casefold(), name.casefold()} & keys for w in (kin, name)}
     return (*who, *sorted(w for w in also if w.casefold() not in keys))
-
-
-# "wife Aoife", "my son, Tom": who someone named is to the user
-_EN_KIN_NAME: Final = re.compile(r"\b([a-z][\w-]+),?\s+([A-Z][^\W\d_]+)")
 
 
 def mentions(text: str, word: str) -> bool:
